@@ -1,0 +1,44 @@
+# scalebook: `make test` runs every check, `make book` builds the site. Both bootstrap .venv.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+JOBS   ?= 2
+
+.PHONY: help install test test-unit test-notebooks test-book book notebooks bench serve clean
+
+help:
+	@echo "make test       install into .venv, then run every check (unit, property, XLA, exercises, notebooks, site, install)"
+	@echo "make book       install into .venv, execute every chapter and build the site into _build/html"
+	@echo "make notebooks  regenerate the Colab notebooks (.ipynb) from the MyST sources (.md)"
+	@echo "make bench      import time, chapter execution times, book build time (clean and cached)"
+	@echo "make serve      serve _build/html on http://localhost:8000"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[book,test]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile tests
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadscope --nbval-lax -p no:cacheprovider chapters/*.ipynb exercises/*.ipynb
+	$(BIN)/python tools/build_book.py --check
+
+book: $(STAMP)
+	$(BIN)/python tools/build_book.py
+
+notebooks: $(STAMP)
+	$(BIN)/python tools/make_notebooks.py
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+serve:
+	$(BIN)/python -m http.server --directory _build/html 8000
+
+clean:
+	rm -rf _build .pytest_cache .hypothesis dist build *.egg-info

@@ -1,0 +1,1 @@
+"""Subcommands of the `scalebook` CLI, one module each, registered by `scalebook.cli`."""

@@ -1,0 +1,56 @@
+"""A problem of the bank: its id, unit, tolerance, named inputs and the function that answers it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ..errors import Error
+
+_BANK: dict[str, "Problem"] = {}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One self-graded problem. `answer()` computes the key from the package, never typed by hand."""
+
+    id: str
+    title: str
+    unit: str
+    solve: Callable[..., float]
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    rel_tol: float = 0.02
+    #: Ratio of a per-chip answer to the total (or the reverse), when the problem has one:
+    #: an answer off by exactly this factor earns the "per chip vs total" hint.
+    chips: float | None = None
+    #: Extra ratio -> hint pairs for slips particular to this problem.
+    slips: Mapping[float, str] = field(default_factory=dict)
+    hint: str = ""
+
+    def answer(self) -> float:
+        """The reference answer, in `unit`, computed by the package from `inputs`."""
+        return float(self.solve(**self.inputs))
+
+    def __repr__(self) -> str:
+        return f"Problem({self.id}: {self.title} [{self.unit or 'number'}])"
+
+
+def problem(
+    id: str, *, title: str, unit: str, rel_tol: float = 0.02, chips: float | None = None,
+    slips: Mapping[float, str] | None = None, hint: str = "", **inputs: Any,
+) -> Callable[[Callable[..., float]], Problem]:
+    """Decorator that registers a solver function as problem `id` with its named inputs.
+
+        @problem("1.3", title="Critical batch of a v5e", unit="token", chip="tpu-v5e")
+        def critical_batch_v5e(chip):
+            return roofline.critical_batch(chip)
+    """
+
+    def register(fn: Callable[..., float]) -> Problem:
+        if id in _BANK:
+            raise Error(f"problem id {id!r} is registered twice")
+        p = Problem(id=id, title=title, unit=unit, solve=fn, inputs=dict(inputs), rel_tol=rel_tol,
+                    chips=chips, slips=dict(slips or {}), hint=hint)
+        _BANK[id] = p
+        return p
+
+    return register

@@ -1,0 +1,42 @@
+"""Helpers for the book's notebooks: glue numbers into the prose, in Jupyter Book or in Colab.
+
+`glue(name, value)` hands the value to myst-nb so that `` {glue:text}`name` `` in the
+Markdown shows it. Where myst-nb is absent (Colab, plain Jupyter) it prints `name = value`
+instead, so a reader of the generated notebook still sees every number the prose quotes.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import units
+
+
+class Text(str):
+    """A string whose repr is itself, so that glued text shows without quotes."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def fmt(value: float, unit: str = "", digits: int = 3) -> Text:
+    """`units.format_quantity` as glue-ready text: fmt(3.2e-3, 's') -> 3.2 ms."""
+    return Text(units.format_quantity(value, unit, digits))
+
+
+def glue(name: str, value: Any, unit: str | None = None, digits: int = 3) -> Any:
+    """Glue `value` (formatted with `unit` when given) under `name`; returns what was glued.
+
+    Numbers without a unit are glued as they are, so the Markdown can format them
+    (`` {glue:text}`name:.1f` ``); strings are glued as plain text.
+    """
+    if unit is not None:
+        value = fmt(value, unit, digits)
+    elif isinstance(value, str) and not isinstance(value, Text):
+        value = Text(value)
+    try:
+        from myst_nb import glue as _glue
+    except ImportError:
+        print(f"{name} = {value}")
+        return value
+    _glue(name, value, display=False)
+    return value

@@ -1,0 +1,234 @@
+"""Rooflines: how long an operation takes when bounded by compute, memory or communication.
+
+Chapter 1 of the book derives everything here. For an op doing F FLOPs that moves M bytes
+between HBM and the compute units and C bytes over a chip-to-chip link:
+
+    T_compute = F / peak FLOPs/s        T_memory = M / HBM bytes/s      T_comm = C / link bytes/s
+    lower bound = max(T_compute, T_memory, T_comm)     (perfect overlap)
+    upper bound = T_compute + T_memory + T_comm        (no overlap at all)
+
+The op is compute-bound when its arithmetic intensity F / M exceeds the chip's critical
+intensity, peak FLOPs/s / HBM bytes/s (about 240 FLOP/B for a TPU v5e in bf16).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import units
+from .errors import Error, choose, require_non_negative, require_positive
+from .hardware import Chip, chip as _chip
+
+BOUNDS = ("compute", "memory", "communication")
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Time estimate of one operation on one chip (seconds), with the bound that wins."""
+
+    flops: float
+    hbm_bytes: float
+    comm_bytes: float
+    compute_seconds: float
+    memory_seconds: float
+    comm_seconds: float
+    peak_flops_per_s: float
+    hbm_bytes_per_s: float
+    comm_bytes_per_s: float | None
+
+    @property
+    def lower_seconds(self) -> float:
+        """Time if compute, memory traffic and communication overlap perfectly: their max."""
+        return max(self.compute_seconds, self.memory_seconds, self.comm_seconds)
+
+    @property
+    def upper_seconds(self) -> float:
+        """Time if nothing overlaps: their sum."""
+        return self.compute_seconds + self.memory_seconds + self.comm_seconds
+
+    @property
+    def bound(self) -> str:
+        """'compute', 'memory' or 'communication': whichever time is largest."""
+        times = (self.compute_seconds, self.memory_seconds, self.comm_seconds)
+        return BOUNDS[times.index(max(times))]
+
+    @property
+    def intensity_flops_per_byte(self) -> float:
+        """Arithmetic intensity against HBM: FLOPs per byte moved (inf if no bytes move)."""
+        return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
+
+    @property
+    def critical_intensity_flops_per_byte(self) -> float:
+        """Peak FLOPs/s over HBM bytes/s: the intensity above which the op is compute-bound."""
+        return self.peak_flops_per_s / self.hbm_bytes_per_s
+
+    @property
+    def utilization(self) -> float:
+        """Fraction of peak FLOPs/s reached at the lower-bound time (1.0 when compute-bound)."""
+        return self.compute_seconds / self.lower_seconds if self.lower_seconds else 0.0
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        parts = [f"compute {f(self.compute_seconds, 's')}", f"memory {f(self.memory_seconds, 's')}"]
+        if self.comm_bytes:
+            parts.append(f"comm {f(self.comm_seconds, 's')}")
+        return (
+            f"Roofline({self.bound}-bound: {', '.join(parts)}; "
+            f"between {f(self.lower_seconds, 's')} and {f(self.upper_seconds, 's')}; "
+            f"intensity {self.intensity_flops_per_byte:.3g} vs critical "
+            f"{self.critical_intensity_flops_per_byte:.3g} FLOP/B)"
+        )
+
+    def _repr_html_(self) -> str:
+        f = units.format_quantity
+        rows = [
+            ("FLOPs", f(self.flops, "FLOP")), ("HBM bytes", f(self.hbm_bytes, "B")),
+            ("compute time", f(self.compute_seconds, "s")), ("memory time", f(self.memory_seconds, "s")),
+        ]
+        if self.comm_bytes:
+            rows += [("comm bytes", f(self.comm_bytes, "B")), ("comm time", f(self.comm_seconds, "s"))]
+        rows += [
+            ("bound", f"<b>{self.bound}</b>"),
+            ("time (overlapped .. serial)", f"{f(self.lower_seconds, 's')} .. {f(self.upper_seconds, 's')}"),
+            ("intensity / critical", f"{self.intensity_flops_per_byte:.3g} / {self.critical_intensity_flops_per_byte:.3g} FLOP/B"),
+        ]
+        body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
+        return f"<table>{body}</table>"
+
+
+def arithmetic_intensity(flops: float, bytes_: float) -> float:
+    """FLOPs per byte: `flops / bytes_`."""
+    require_non_negative(flops=flops)
+    require_positive(bytes_=bytes_)
+    return flops / bytes_
+
+
+def critical_intensity(chip: "str | Chip", dtype: str = "bf16", link: str = "hbm") -> float:
+    """Peak FLOPs/s over a bandwidth: FLOPs an op must do per byte to be compute-bound.
+
+    `link` is 'hbm' (memory roofline), 'ici' (the one-axis collective bandwidth: TPU bidi ICI,
+    GPU NVLink egress), 'dcn' or 'pcie'.
+    """
+    c = _chip(chip)
+    return c.peak_flops_per_s(c.compute_dtype(dtype)) / link_bytes_per_s(c, link)
+
+
+def link_bytes_per_s(chip: "str | Chip", link: str) -> float:
+    """Bandwidth of one of a chip's links: 'hbm', 'ici', 'dcn' or 'pcie' (see `hardware`)."""
+    c = _chip(chip)
+    choose("link", link, ("hbm", "ici", "dcn", "pcie"))
+    value = {
+        "hbm": c.hbm_bytes_per_s,
+        "ici": c.collective_bytes_per_s,
+        "dcn": c.dcn_bytes_per_s,
+        "pcie": c.pcie_bytes_per_s,
+    }[link]
+    if value is None:
+        raise Error(f"{c.name} has no {link} bandwidth in the spec table; valid: hbm, ici"
+                    + (", dcn" if c.dcn_bytes_per_s else ""))
+    return value
+
+
+def op(
+    chip: "str | Chip",
+    *,
+    flops: float,
+    hbm_bytes: float,
+    comm_bytes: float = 0.0,
+    dtype: str = "bf16",
+    comm_link: str = "ici",
+) -> Roofline:
+    """Roofline of a generic op: `flops` FLOPs, `hbm_bytes` to and from HBM, `comm_bytes` sent.
+
+    Compute runs at the chip's peak in `dtype`; communication at the bandwidth of `comm_link`.
+    """
+    c = _chip(chip)
+    require_non_negative(flops=flops, hbm_bytes=hbm_bytes, comm_bytes=comm_bytes)
+    if flops == 0 and hbm_bytes == 0 and comm_bytes == 0:
+        raise Error("an op must do some work: flops, hbm_bytes or comm_bytes must be > 0")
+    peak = c.peak_flops_per_s(c.compute_dtype(dtype))
+    comm_bw = link_bytes_per_s(c, comm_link) if comm_bytes else None
+    return Roofline(
+        flops=float(flops),
+        hbm_bytes=float(hbm_bytes),
+        comm_bytes=float(comm_bytes),
+        compute_seconds=flops / peak,
+        memory_seconds=hbm_bytes / c.hbm_bytes_per_s,
+        comm_seconds=comm_bytes / comm_bw if comm_bytes else 0.0,
+        peak_flops_per_s=peak,
+        hbm_bytes_per_s=c.hbm_bytes_per_s,
+        comm_bytes_per_s=comm_bw,
+    )
+
+
+def matmul_flops(batch: float, d_model: float, d_ff: float) -> float:
+    """FLOPs of `[B, D] x [D, F]`: one multiply and one add per (b, d, f) triple, 2BDF."""
+    require_positive(batch=batch, d_model=d_model, d_ff=d_ff)
+    return 2.0 * batch * d_model * d_ff
+
+
+def matmul_bytes(
+    batch: float, d_model: float, d_ff: float, *, dtype: str = "bf16",
+    weight_dtype: str | None = None, out_dtype: str | None = None,
+) -> float:
+    """HBM bytes of `[B, D] x [D, F] -> [B, F]`: read both inputs once, write the output once.
+
+    Activations and output in `dtype` (output defaults to `dtype`), weights in `weight_dtype`
+    (defaults to `dtype`): B*D*a + D*F*w + B*F*o.
+    """
+    require_positive(batch=batch, d_model=d_model, d_ff=d_ff)
+    a = units.dtype_bytes(dtype)
+    w = units.dtype_bytes(weight_dtype or dtype)
+    o = units.dtype_bytes(out_dtype or dtype)
+    return batch * d_model * a + d_model * d_ff * w + batch * d_ff * o
+
+
+def matmul_compute_dtype(chip: "str | Chip", dtype: str = "bf16", weight_dtype: str | None = None) -> str:
+    """The dtype the MXU/tensor cores run `[B,D](dtype) x [D,F](weight_dtype)` in.
+
+    Both operands must meet in one dtype: the wider of the two, so int8 or int4 weights next to
+    bf16 activations compute in bf16 (the weights are upcast), while int8 x int8 uses the int8 peak.
+    """
+    c = _chip(chip)
+    a, w = units.canonical_dtype(dtype), units.canonical_dtype(weight_dtype or dtype)
+    if a == w:
+        return c.compute_dtype(a)
+    wider = a if units.dtype_bytes(a) >= units.dtype_bytes(w) else w
+    if {a, w} == {"int8", "fp8"}:
+        wider = "bf16"
+    return c.compute_dtype(wider)
+
+
+def matmul(
+    chip: "str | Chip",
+    *,
+    batch: float,
+    d_model: float,
+    d_ff: float,
+    dtype: str = "bf16",
+    weight_dtype: str | None = None,
+    out_dtype: str | None = None,
+) -> Roofline:
+    """Roofline of `[batch, d_model] x [d_model, d_ff]` on one chip (see `matmul_flops`/`matmul_bytes`).
+
+    For bf16 and batch much smaller than d_model and d_ff the intensity is about `batch`, so the
+    matmul is compute-bound once batch exceeds the critical intensity (chapter 1).
+    """
+    c = _chip(chip)
+    return op(
+        c,
+        flops=matmul_flops(batch, d_model, d_ff),
+        hbm_bytes=matmul_bytes(batch, d_model, d_ff, dtype=dtype, weight_dtype=weight_dtype, out_dtype=out_dtype),
+        dtype=matmul_compute_dtype(c, dtype, weight_dtype),
+    )
+
+
+def critical_batch(chip: "str | Chip", dtype: str = "bf16", weight_dtype: str | None = None) -> float:
+    """Smallest batch B at which `[B,D] x [D,F]` is compute-bound, in the limit D, F >> B.
+
+    Intensity tends to 2B / w (w = bytes per weight), so B* = critical intensity * w / 2:
+    bf16 weights give B* = critical intensity; int8 weights in a bf16 matmul half of it.
+    """
+    c = _chip(chip)
+    compute = matmul_compute_dtype(c, dtype, weight_dtype)
+    w = units.dtype_bytes(weight_dtype or dtype)
+    return c.peak_flops_per_s(compute) / c.hbm_bytes_per_s * w / 2.0

@@ -1,0 +1,178 @@
+"""SI prefixes, dtype sizes, and formatting/parsing of quantities with units.
+
+Inside scalebook every quantity is a plain float in SI base units: seconds, bytes, FLOPs,
+bytes/s, FLOPs/s. Human strings ("3.2 ms", "70 GB", "4.6e14 FLOP/s") are turned into those
+floats by `parse_quantity` and back by `format_quantity`; nothing else in the package formats
+numbers with units. Decimal prefixes throughout (1 GB = 1e9 B), as vendors print them; binary
+prefixes (KiB, MiB, GiB) are accepted where a string says so.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import Error
+
+#: Bytes per element of each dtype the package knows. int4/fp4 pack two values per byte.
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "f32": 4.0,
+    "float32": 4.0,
+    "bf16": 2.0,
+    "bfloat16": 2.0,
+    "fp16": 2.0,
+    "f16": 2.0,
+    "float16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+    "fp4": 0.5,
+}
+
+_CANONICAL_DTYPE = {
+    "f32": "fp32", "float32": "fp32", "bfloat16": "bf16", "f16": "fp16", "float16": "fp16",
+}
+
+_PREFIX = {
+    "": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+    "m": 1e-3, "u": 1e-6, "µ": 1e-6, "μ": 1e-6, "n": 1e-9, "p": 1e-12,
+    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50,
+}
+
+# Spelled-out units a reader may type, mapped to (canonical unit, factor to SI).
+_BASE = {
+    "s": ("s", 1.0), "sec": ("s", 1.0), "secs": ("s", 1.0), "second": ("s", 1.0),
+    "seconds": ("s", 1.0), "min": ("s", 60.0), "h": ("s", 3600.0), "hour": ("s", 3600.0),
+    "hours": ("s", 3600.0), "day": ("s", 86400.0), "days": ("s", 86400.0),
+    "B": ("B", 1.0), "byte": ("B", 1.0), "bytes": ("B", 1.0),
+    "b": ("B", 1 / 8), "bit": ("B", 1 / 8), "bits": ("B", 1 / 8),
+    "FLOP": ("FLOP", 1.0), "FLOPs": ("FLOP", 1.0), "flop": ("FLOP", 1.0), "flops": ("FLOP", 1.0),
+    "FLOPS": ("FLOP/s", 1.0), "OPs": ("FLOP", 1.0), "ops": ("FLOP", 1.0),
+    "bps": ("B/s", 1 / 8), "Bps": ("B/s", 1.0),
+    "token": ("token", 1.0), "tokens": ("token", 1.0),
+    "chip": ("chip", 1.0), "chips": ("chip", 1.0),
+    "param": ("param", 1.0), "params": ("param", 1.0),
+    "$": ("$", 1.0), "USD": ("$", 1.0),
+}
+
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Bytes per element of `dtype` (e.g. 2 for bf16, 0.5 for int4)."""
+    if dtype not in DTYPE_BYTES:
+        raise Error(f"unknown dtype {dtype!r}; valid: {', '.join(sorted(set(map(canonical_dtype, DTYPE_BYTES))))}")
+    return DTYPE_BYTES[dtype]
+
+
+def canonical_dtype(dtype: str) -> str:
+    """The package's short name for a dtype ('bfloat16' -> 'bf16'); raises `Error` if unknown."""
+    if dtype not in DTYPE_BYTES:
+        dtype_bytes(dtype)
+    return _CANONICAL_DTYPE.get(dtype, dtype)
+
+
+def _parse_simple_unit(text: str) -> tuple[str, float]:
+    """'GB' -> ('B', 1e9); 'ms' -> ('s', 1e-3); 'GiB' -> ('B', 2**30)."""
+    if text in _BASE:
+        return _BASE[text]
+    for plen in (2, 1):
+        prefix, rest = text[:plen], text[plen:]
+        if prefix in _PREFIX and rest in _BASE:
+            unit, factor = _BASE[rest]
+            return unit, _PREFIX[prefix] * factor
+    raise Error(
+        f"cannot read the unit {text!r}; write e.g. 's', 'ms', 'us', 'B', 'GB', 'GiB', "
+        "'FLOP', 'TFLOP/s', 'GB/s', 'FLOP/B', 'tokens'"
+    )
+
+
+def parse_unit(text: str) -> tuple[str, float]:
+    """Split a unit string into (canonical unit, factor to SI).
+
+    >>> parse_unit("GB/s")
+    ('B/s', 1000000000.0)
+    >>> parse_unit("TFLOPs/s")
+    ('FLOP/s', 1000000000000.0)
+    """
+    text = text.strip().replace(" ", "")
+    if not text:
+        return "", 1.0
+    parts = text.split("/")
+    if len(parts) > 2:
+        raise Error(f"cannot read the unit {text!r}: use at most one '/'")
+    num_unit, factor = _parse_simple_unit(parts[0])
+    if len(parts) == 1:
+        return num_unit, factor
+    den_unit, den_factor = _parse_simple_unit(parts[1])
+    if num_unit == "FLOP/s" or num_unit == "B/s":
+        raise Error(f"cannot read the unit {text!r}")
+    return f"{num_unit}/{den_unit}", factor / den_factor
+
+
+def parse_quantity(value: "str | float | int", unit: str = "") -> float:
+    """Read a number, or a string with a unit, as a float in the SI form of `unit`.
+
+    `parse_quantity("3.2 ms", "s") == 0.0032`; `parse_quantity("1.5e12 FLOP/s", "FLOP/s")`;
+    a bare number is taken to be in `unit` already. A string whose unit measures something
+    else (bytes where seconds are asked) raises `Error`. Never evaluates code.
+    """
+    if isinstance(value, bool):
+        raise Error(f"expected a number or a string like '3.2 ms', got {value!r}")
+    if isinstance(value, (int, float)):
+        x = float(value)
+    elif hasattr(value, "__float__") and not isinstance(value, str):
+        x = float(value)  # numpy scalars
+    elif isinstance(value, str):
+        m = _NUMBER.match(value.replace(",", "").replace("_", ""))
+        if not m:
+            raise Error(f"cannot read {value!r} as a quantity; write a number, optionally with a unit, like '3.2 ms'")
+        x = float(m.group(1))
+        if m.group(2):
+            got_unit, factor = parse_unit(m.group(2))
+            want_unit, want_factor = parse_unit(unit)
+            if got_unit != want_unit and not (got_unit == "" or want_unit == ""):
+                raise Error(f"{value!r} is in {got_unit}, but this asks for {unit or 'a plain number'}")
+            if got_unit != want_unit and want_unit == "" and got_unit:
+                raise Error(f"{value!r} has a unit, but this asks for a plain number")
+            x = x * factor / want_factor
+    else:
+        raise Error(f"expected a number or a string like '3.2 ms', got {type(value).__name__}")
+    if math.isnan(x):
+        raise Error("NaN is not an answer")
+    return x
+
+
+_FORMAT_PREFIXES = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"),
+                    (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]
+
+
+def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
+    """Format an SI float with a prefix: `format_quantity(3.2e-3, "s") == '3.2 ms'`.
+
+    Time of a day or more is printed in days; dimensionless values as plain numbers.
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if unit in ("", "token", "chip", "param", "FLOP/B", "$"):
+        suffix = "" if unit == "" else (" " + unit)
+        return f"{value:.{digits}g}{suffix}"
+    if unit == "s" and abs(value) >= 86400 * 2:
+        return f"{value / 86400:.{digits}g} days"
+    if unit == "s" and abs(value) >= 3600 * 2:
+        return f"{value / 3600:.{digits}g} h"
+    mag = abs(value)
+    if mag == 0:
+        return f"0 {unit}"
+    for scale, prefix in _FORMAT_PREFIXES:
+        if mag >= scale * 0.9995:
+            return f"{value / scale:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}"
+
+
+def fmt_seconds(value: float) -> str:
+    return format_quantity(value, "s")
+
+
+def fmt_bytes(value: float) -> str:
+    return format_quantity(value, "B")
