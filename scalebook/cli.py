@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 from .errors import Error
 
 #: Modules under scalebook.commands, each with `register(subparsers)`; order is help order.
-COMMAND_MODULES = ("specs", "roofline")
+COMMAND_MODULES = ("specs", "roofline", "grade")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,9 +60,10 @@ def positive_number(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise Error(f"expected a positive number, got {text!r}") from None
+        value = float("nan")
     if not value > 0 or value == float("inf"):
-        raise Error(f"expected a positive number, got {text!r}")
+        # ArgumentTypeError keeps this message; argparse would replace a ValueError's.
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
 
 

@@ -23,6 +23,7 @@ DTYPE_BYTES: dict[str, float] = {
     "fp16": 2.0,
     "f16": 2.0,
     "float16": 2.0,
+    "int32": 4.0,
     "fp8": 1.0,
     "int8": 1.0,
     "int4": 0.5,

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""`make bench`: how fast the package imports, each notebook executes, and the book builds.
+
+Prints a table. Speed goals (import < 100 ms; each chapter < 60 s on a 2-core machine) are
+checked here, against measurements, not in timed tests.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+from run_notebook import execute  # noqa: E402
+
+GOALS = {"import": 0.100, "chapter": 60.0}
+
+
+def import_seconds(repeats: int = 7) -> float:
+    """Median wall time of `import scalebook` in a fresh interpreter, minus the interpreter's start."""
+    def timed(code: str) -> float:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        return time.perf_counter() - t0
+
+    base = sorted(timed("pass") for _ in range(repeats))[repeats // 2]
+    full = sorted(timed("import scalebook") for _ in range(repeats))[repeats // 2]
+    return max(full - base, 0.0)
+
+
+def book_build_seconds(clean: bool) -> float:
+    if clean:
+        shutil.rmtree(ROOT / "_build", ignore_errors=True)
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "-W", "-n", "--keep-going"]
+    if clean:
+        cmd.append("--all")
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    rows = [("import scalebook", import_seconds(), GOALS["import"])]
+    for md in sorted((ROOT / "chapters").glob("*.md")) + sorted((ROOT / "exercises").glob("*.md")):
+        goal = GOALS["chapter"] if md.parent.name == "chapters" else None
+        rows.append((f"execute {md.relative_to(ROOT)}", execute(md), goal))
+    rows.append(("book build, clean", book_build_seconds(clean=True), None))
+    rows.append(("book build, cached (execution forced)", book_build_seconds(clean=False), None))
+    width = max(len(r[0]) for r in rows)
+    print(f"{'what'.ljust(width)}  {'seconds':>9}  goal")
+    failed = False
+    for name, seconds, goal in rows:
+        verdict = "" if goal is None else (f"< {goal:g} s  " + ("ok" if seconds < goal else "MISSED"))
+        failed |= goal is not None and seconds >= goal
+        print(f"{name.ljust(width)}  {seconds:9.3f}  {verdict}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,325 @@
+"""How chips are connected: TPU tori, multislice DCN, GPU NVLink domains and fat-tree clusters.
+
+Chapter 2 of the book draws these networks; chapter 3 prices collectives on them
+(`scalebook.collectives`). A `Topology` is a tuple of named mesh axes, each carried by one kind
+of link with its own bandwidth:
+
+- ``ici``: a TPU torus axis. With a wraparound a chip can send both ways round a ring, so the
+  axis carries `Chip.ici_bidi_bytes_per_s` (the book's `W_ici`); without one it carries about the
+  one-way figure, half of it. Wraparounds exist (hardware_specs.json, ``conventions``) on
+  v5e/v6e only along axes of size 16, and on v4p/v5p/7x only when the slice is made of full
+  4x4x4 cubes (every dimension a multiple of 4), where the optical switches close every ring.
+- ``dcn``: between TPU slices; each chip gets its share of its host's NIC
+  (`Chip.dcn_bytes_per_s`).
+- ``nvlink``: GPUs of one NVLink domain (8, or 72 on GB200 NVL72) behind NVSwitches: a switched
+  network, each GPU egressing `Chip.ici_one_way_bytes_per_s` (450 GB/s on H100) in each direction.
+- ``infiniband``: between nodes of a GPU cluster, a full-bisection fat tree; each GPU gets
+  node egress / GPUs per node (400 GB/s / 8 = 50 GB/s on H100), at every level of the tree
+  (leaf, spine) as in the DGX H100 SuperPod (Austin et al. 2025, part 12).
+
+Axes are named X, Y, Z in the order of a slice's dimensions; the DCN axis of a multislice is D.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from . import units
+from ._data import load
+from .errors import Error, require_positive
+from .hardware import Chip, chip as _chip
+
+LINKS = ("ici", "dcn", "nvlink", "infiniband")
+#: Physical network of each link kind; axes on the same network share its bandwidth.
+NETWORK = {"ici": "ici", "nvlink": "nvlink", "dcn": "dcn", "infiniband": "dcn"}
+_TORUS_NAMES = ("X", "Y", "Z")
+
+
+def hop_latency_seconds() -> float:
+    """Latency of one hop between neighbouring chips: 1 us (Austin et al. 2025, part 3)."""
+    return float(load("hardware_specs")["tpu_other_mentions"]["generic"]["ici_hop_latency_s"])
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One named mesh axis of a topology and the link that carries it.
+
+    `bytes_per_s` is the `W` of chapter 3's collective formulas along this axis, per chip: the
+    bidirectional ICI figure on a torus axis with a wraparound, the one-way figure without
+    one; a GPU's NVLink egress; a chip's share of the InfiniBand/DCN egress.
+    `one_way_bytes_per_s` is what one chip sends to one neighbour in one direction.
+    """
+
+    name: str
+    size: int
+    link: str
+    wraparound: bool
+    bytes_per_s: float
+    one_way_bytes_per_s: float
+
+    @property
+    def network(self) -> str:
+        """'ici', 'nvlink' or 'dcn' (InfiniBand counts as the data-center network)."""
+        return NETWORK[self.link]
+
+    def __repr__(self) -> str:
+        wrap = ", wraparound" if self.wraparound else ""
+        return f"Axis({self.name}={self.size}, {self.link}{wrap}, {units.format_quantity(self.bytes_per_s, 'B/s')})"
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Chips joined along named axes; see the module docstring for what each link means."""
+
+    chip: Chip
+    kind: str  # 'torus', 'multislice', 'nvlink', 'cluster'
+    axes: tuple[Axis, ...]
+    hop_latency_seconds: float
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.axes)
+
+    @property
+    def axis_sizes(self) -> dict[str, int]:
+        """Mesh axis name -> number of chips along it, e.g. {'X': 8, 'Y': 16}."""
+        return {a.name: a.size for a in self.axes}
+
+    @property
+    def wraparound(self) -> dict[str, bool]:
+        """Mesh axis name -> whether the ring along it closes (only ICI axes can)."""
+        return {a.name: a.wraparound for a in self.axes}
+
+    @property
+    def shape(self) -> str:
+        """Axis sizes joined by 'x', e.g. '8x16'."""
+        return "x".join(str(a.size) for a in self.axes)
+
+    @property
+    def num_chips(self) -> int:
+        return math.prod(a.size for a in self.axes)
+
+    @property
+    def num_hosts(self) -> int:
+        """Hosts (CPU machines) driving the chips: ceil(chips / chips per host)."""
+        return math.ceil(self.num_chips / self.chip.chips_per_host)
+
+    def axis(self, name: str) -> Axis:
+        """The axis called `name`; raises `Error` naming the valid ones."""
+        for a in self.axes:
+            if a.name == name:
+                return a
+        raise Error(f"no mesh axis {name!r} in this {self.shape} {self.kind}; valid: {', '.join(self.names)}")
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        parts = []
+        for a in self.axes:
+            wrap = " wrap" if a.wraparound else ""
+            parts.append(f"{a.name}={a.size} {a.link}{wrap} {f(a.bytes_per_s, 'B/s')}")
+        return (f"Topology({self.chip.name} {self.kind} {self.shape}: {self.num_chips} chips, "
+                f"{self.num_hosts} hosts; {'; '.join(parts)})")
+
+    def _repr_html_(self) -> str:
+        f = units.format_quantity
+        head = "<tr><th>axis</th><th>size</th><th>link</th><th>wraparound</th><th>W per chip</th></tr>"
+        rows = "".join(
+            f"<tr><td>{a.name}</td><td>{a.size}</td><td>{a.link}</td><td>{'yes' if a.wraparound else 'no'}</td>"
+            f"<td>{f(a.bytes_per_s, 'B/s')}</td></tr>" for a in self.axes)
+        cap = f"{self.chip.display_name} {self.kind} {self.shape}: {self.num_chips} chips, {self.num_hosts} hosts"
+        return f"<table><caption>{cap}</caption>{head}{rows}</table>"
+
+
+def _parse_shape(shape: "str | Sequence[int]", what: str) -> tuple[int, ...]:
+    if isinstance(shape, str):
+        tokens = shape.strip().lower().split("x")
+        dims = []
+        for tok in tokens:
+            tok = tok.strip()
+            if not tok.isdigit() or int(tok) < 1:
+                raise Error(f"bad size {tok!r} in {what} {shape!r}; write positive integers joined by 'x', e.g. '8x16'")
+            dims.append(int(tok))
+        return tuple(dims)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise Error(f"{what} must be a string like '8x16' or a tuple of sizes, got {shape!r}") from None
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            raise Error(f"bad size {d!r} in {what} {shape!r}; sizes are positive integers")
+    if not dims:
+        raise Error(f"{what} needs at least one size, e.g. '8x16'")
+    return dims
+
+
+def _names(names: "Sequence[str] | None", n: int, default: Sequence[str]) -> tuple[str, ...]:
+    if names is None:
+        return tuple(default[:n])
+    names = tuple(names)
+    if len(names) != n or len(set(names)) != n or not all(isinstance(x, str) and x.isidentifier() for x in names):
+        raise Error(f"need {n} distinct axis names (identifiers) for a {n}-axis topology, got {names!r}")
+    return names
+
+
+def _tpu_chip(chip: "str | Chip") -> Chip:
+    c = _chip(chip)
+    if not c.is_tpu:
+        raise Error(f"{c.name} is a GPU: use topology.gpu_node or topology.gpu_cluster; slices are for TPUs "
+                    f"(tpu-v4p, tpu-v5e, tpu-v5p, tpu-v6e, tpu-7x)")
+    return c
+
+
+def _wraps(c: Chip, dims: tuple[int, ...]) -> tuple[bool, ...]:
+    if c.torus_dims == 2:  # v5e, v6e: only the 16-long axes of a 16x16 pod or an 8x16 slice
+        return tuple(d == 16 for d in dims)
+    full_cubes = len(dims) == 3 and all(d % 4 == 0 for d in dims)  # v4p, v5p, 7x
+    return tuple(full_cubes and d > 1 for d in dims)
+
+
+def slice(chip: "str | Chip", shape: "str | Sequence[int]", *, names: "Sequence[str] | None" = None) -> Topology:
+    """A TPU slice: a 1D, 2D or 3D torus such as `slice("tpu-v5e", "8x16")`.
+
+    Axes are named X, Y, Z in order (or `names`). An axis wraps around only where the hardware
+    has the links (module docstring). Raises `Error` for a bad size, more dimensions than the
+    chip's torus, an axis longer than the pod, or more chips than a pod holds.
+    """
+    c = _tpu_chip(chip)
+    dims = _parse_shape(shape, "slice shape")
+    pod = _parse_shape(c.pod_topology, "pod")
+    if len(dims) > c.torus_dims:
+        raise Error(f"{c.name} is a {c.torus_dims}D torus; slice {shape!r} has {len(dims)} dimensions "
+                    f"(largest slice: {c.pod_topology})")
+    for d in dims:
+        if d > max(pod):
+            raise Error(f"axis of size {d} in slice {shape!r} is longer than {c.name}'s pod {c.pod_topology}")
+    if math.prod(dims) > math.prod(pod):
+        raise Error(f"slice {shape!r} has {math.prod(dims)} chips; a {c.name} pod ({c.pod_topology}) has {math.prod(pod)}")
+    axis_names = _names(names, len(dims), _TORUS_NAMES)
+    axes = tuple(
+        Axis(name=n, size=d, link="ici", wraparound=w,
+             bytes_per_s=c.ici_bidi_bytes_per_s if w else c.ici_one_way_bytes_per_s,
+             one_way_bytes_per_s=c.ici_one_way_bytes_per_s)
+        for n, d, w in zip(axis_names, dims, _wraps(c, dims)))
+    return Topology(chip=c, kind="torus", axes=axes, hop_latency_seconds=hop_latency_seconds())
+
+
+def multislice(chip: "str | Chip", shape: "str | Sequence[int]", *, slices: int,
+               names: "Sequence[str] | None" = None) -> Topology:
+    """`slices` TPU slices of `shape` joined by the data-center network along an outer axis D.
+
+    Each chip reaches the other slices at its share of its host's NIC, `Chip.dcn_bytes_per_s`
+    (6.25 GB/s on v5p: 25 GB/s per host of 4 chips).
+    """
+    if isinstance(slices, bool) or not isinstance(slices, int) or slices < 1:
+        raise Error(f"slices must be a positive integer, got {slices!r}")
+    inner = slice(chip, shape)
+    axis_names = _names(names, len(inner.axes) + 1, _TORUS_NAMES[:len(inner.axes)] + ("D",))
+    c = inner.chip
+    if not c.dcn_bytes_per_s:
+        raise Error(f"{c.name} has no DCN bandwidth in the spec table")
+    axes = tuple(Axis(name=n, size=a.size, link=a.link, wraparound=a.wraparound, bytes_per_s=a.bytes_per_s,
+                      one_way_bytes_per_s=a.one_way_bytes_per_s) for n, a in zip(axis_names, inner.axes))
+    dcn = Axis(name=axis_names[-1], size=slices, link="dcn", wraparound=False,
+               bytes_per_s=c.dcn_bytes_per_s, one_way_bytes_per_s=c.dcn_bytes_per_s)
+    return Topology(chip=c, kind="multislice", axes=axes + (dcn,), hop_latency_seconds=hop_latency_seconds())
+
+
+def _gpu_chip(chip: "str | Chip") -> Chip:
+    c = _chip(chip)
+    if c.is_tpu:
+        raise Error(f"{c.name} is a TPU: use topology.slice or topology.multislice; NVLink nodes are for GPUs "
+                    f"(a100, h100, h200, b200, gb200)")
+    return c
+
+
+def _nvlink_axis(c: Chip, name: str, size: int) -> Axis:
+    return Axis(name=name, size=size, link="nvlink", wraparound=False,
+                bytes_per_s=c.ici_one_way_bytes_per_s, one_way_bytes_per_s=c.ici_one_way_bytes_per_s)
+
+
+def gpu_node(chip: "str | Chip", shape: "str | Sequence[int] | None" = None, *,
+             names: "Sequence[str] | None" = None) -> Topology:
+    """One NVLink domain (8 GPUs; 72 on GB200 NVL72), optionally split into mesh axes ("4x2").
+
+    NVSwitches connect every GPU to every other at its full NVLink egress, so any group of GPUs
+    in the domain, along any axes, communicates at `Chip.ici_one_way_bytes_per_s`.
+    """
+    c = _gpu_chip(chip)
+    dims = _parse_shape(shape if shape is not None else str(c.nvlink_domain), "NVLink mesh")
+    if math.prod(dims) > c.nvlink_domain:
+        raise Error(f"mesh {shape!r} has {math.prod(dims)} GPUs; one {c.name} NVLink domain has {c.nvlink_domain}")
+    axis_names = _names(names, len(dims), _TORUS_NAMES)
+    return Topology(chip=c, kind="nvlink", axes=tuple(_nvlink_axis(c, n, d) for n, d in zip(axis_names, dims)),
+                    hop_latency_seconds=hop_latency_seconds())
+
+
+def superpod_levels() -> list[dict]:
+    """The DGX H100 SuperPod's fat-tree levels (node, leaf, spine), as the book tabulates them."""
+    return list(load("hardware_specs")["gpu_networking"]["dgx_h100_superpod_1024"]["levels"])
+
+
+def gpu_cluster(chip: "str | Chip", *, nodes: int, nodes_per_leaf: "int | None" = None) -> Topology:
+    """`nodes` NVLink domains on an InfiniBand fat tree, modelled on the DGX H100 SuperPod.
+
+    Axes: X = GPUs of one node (NVLink); Y = nodes under one leaf (scalable unit, 32 nodes by
+    default, from the SuperPod); Z = leaves under the spine, when `nodes` exceeds one leaf. The
+    tree has full bisection bandwidth, so each GPU gets node egress / GPUs per node at every
+    level (50 GB/s on H100: 400 GB/s per node).
+    """
+    c = _gpu_chip(chip)
+    pod = load("hardware_specs")["gpu_networking"]["dgx_h100_superpod_1024"]
+    per_leaf = pod["nodes_per_su"] if nodes_per_leaf is None else nodes_per_leaf
+    for label, v in (("nodes", nodes), ("nodes_per_leaf", per_leaf)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise Error(f"{label} must be a positive integer, got {v!r}")
+    if nodes > per_leaf and nodes % per_leaf:
+        raise Error(f"{nodes} nodes do not fill whole leaves of {per_leaf}; use a multiple of {per_leaf} "
+                    f"or at most {per_leaf} nodes")
+    ib = c.node_egress_bytes_per_s / c.nvlink_domain
+    axes = [_nvlink_axis(c, "X", c.nvlink_domain)]
+    axes.append(Axis(name="Y", size=min(nodes, per_leaf), link="infiniband", wraparound=False,
+                     bytes_per_s=ib, one_way_bytes_per_s=ib))
+    if nodes > per_leaf:
+        axes.append(Axis(name="Z", size=nodes // per_leaf, link="infiniband", wraparound=False,
+                         bytes_per_s=ib, one_way_bytes_per_s=ib))
+    return Topology(chip=c, kind="cluster", axes=tuple(axes), hop_latency_seconds=hop_latency_seconds())
+
+
+def for_mesh(chip: "str | Chip", mesh: Mapping[str, int]) -> Topology:
+    """The natural topology of a logical mesh such as {"X": 4, "Y": 2}.
+
+    TPU: a slice of those sizes (wraparound where the hardware has it). GPU: the last (fastest
+    varying) axes fill an NVLink domain, the rest cross InfiniBand; an axis may not straddle a
+    node boundary.
+    """
+    c = _chip(chip)
+    if not isinstance(mesh, Mapping) or not mesh:
+        raise Error(f"mesh must be a non-empty dict of axis name -> size, e.g. {{'X': 4, 'Y': 2}}; got {mesh!r}")
+    names, sizes = tuple(mesh), tuple(mesh.values())
+    if c.is_tpu:
+        return slice(c, sizes, names=names)
+    _parse_shape(sizes, "mesh")
+    _names(names, len(names), names)
+    axes: list[Axis] = []
+    inside = 1
+    for name, size in reversed(list(mesh.items())):
+        if inside * size <= c.nvlink_domain and all(a.link == "nvlink" for a in axes):
+            axes.append(_nvlink_axis(c, name, size))
+            inside *= size
+        else:
+            if all(a.link == "nvlink" for a in axes) and inside < c.nvlink_domain:
+                raise Error(f"mesh axis {name!r} of size {size} straddles the {c.nvlink_domain}-GPU NVLink domain "
+                            f"(the axes after it fill {inside}); make the inner axes fill a whole node")
+            ib = c.node_egress_bytes_per_s / c.nvlink_domain
+            axes.append(Axis(name=name, size=size, link="infiniband", wraparound=False, bytes_per_s=ib,
+                             one_way_bytes_per_s=ib))
+    return Topology(chip=c, kind="nvlink" if all(a.link == "nvlink" for a in axes) else "cluster",
+                    axes=tuple(reversed(axes)), hop_latency_seconds=hop_latency_seconds())
+
+
+def chips_to_hold(bytes_: float, chip: "str | Chip") -> int:
+    """Fewest chips whose HBM together holds `bytes_`: ceil(bytes_ / HBM per chip) (chapter 2)."""
+    c = _chip(chip)
+    require_positive(bytes_=bytes_)
+    return max(1, math.ceil(bytes_ / c.hbm_bytes))

@@ -1,0 +1,72 @@
+"""The book's notebooks: Colab copies up to date, install cell first, reference solutions right."""
+import os
+import subprocess
+import sys
+
+import nbclient
+import pytest
+
+from notebook_tools import CHAPTERS, EXERCISES, ROOT, with_solutions_in_place
+
+sys.path.insert(0, str(ROOT / "tools"))
+import make_notebooks  # noqa: E402
+
+
+@pytest.mark.parametrize("md", CHAPTERS + EXERCISES, ids=lambda p: p.name)
+def test_generated_notebook_is_up_to_date(md):
+    nb = md.with_suffix(".ipynb")
+    assert nb.exists(), f"run `make notebooks` to generate {nb.name}"
+    assert nb.read_text(encoding="utf-8") == make_notebooks.render(md), f"{nb.name} is stale: run `make notebooks`"
+
+
+@pytest.mark.parametrize("md", CHAPTERS + EXERCISES, ids=lambda p: p.name)
+def test_first_code_cell_installs_scalebook_in_colab_only(md):
+    import jupytext
+
+    code = [c for c in jupytext.read(md, fmt="md:myst").cells if c.cell_type == "code"]
+    first = code[0]
+    assert "google.colab" in first.source and "remove-cell" in first.metadata.get("tags", [])
+    assert "jax" not in first.source.replace("scalebook", "")
+
+
+@pytest.mark.parametrize("md", CHAPTERS + EXERCISES, ids=lambda p: p.name)
+def test_colab_notebook_has_no_myst_directives_or_solutions(md):
+    text = md.with_suffix(".ipynb").read_text(encoding="utf-8")
+    for token in ("{exercise-start}", "{solution-start}", "{glue:text}", "{code-cell}", "{admonition}"):
+        assert token not in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("md", EXERCISES, ids=lambda p: p.name)
+def test_reference_solutions_pass_in_strict_mode(md, monkeypatch):
+    nb = with_solutions_in_place(md)
+    monkeypatch.setenv("SCALEBOOK_STRICT", "1")
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(md.parent)}}).execute()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("md", EXERCISES[:1], ids=lambda p: p.name)
+def test_grade_scores_a_filled_notebook_fully_and_a_blank_one_zero(md, tmp_path):
+    import nbformat
+
+    from scalebook.exercises import problems
+    from scalebook.grading import grade
+
+    filled = tmp_path / "filled.ipynb"
+    nbformat.write(with_solutions_in_place(md), filled)
+    chapter = md.name.split("-")[0].lstrip("0")
+    n = len(problems(chapter))
+    assert n >= 8
+    g = grade(filled)
+    assert (g.score, g.out_of, g.error) == (n, n, None)
+    blank = grade(md.with_suffix(".ipynb"))
+    assert blank.score == 0 and {r["status"] for r in blank.rows} == {"missing"}
+
+
+def test_grade_command_prints_a_table(tmp_path):
+    md = EXERCISES[0]
+    proc = subprocess.run([sys.executable, "-m", "scalebook.cli", "grade", str(md.with_suffix(".ipynb"))],
+                          capture_output=True, text=True, env={**os.environ, "SCALEBOOK_STRICT": "0"})
+    assert proc.returncode == 0, proc.stderr
+    assert "status" in proc.stdout and "score: 0 /" in proc.stdout

@@ -1,0 +1,70 @@
+"""units: parsing and formatting of quantities, dtype sizes."""
+import pytest
+
+from scalebook import Error
+from scalebook.units import canonical_dtype, dtype_bytes, format_quantity, parse_quantity, parse_unit
+
+
+@pytest.mark.parametrize("text, unit, expected", [
+    ("3.2 ms", "s", 3.2e-3),
+    ("100us", "s", 100e-6),
+    ("1.5e12 FLOP/s", "FLOP/s", 1.5e12),
+    ("4.6e14 FLOPs/s", "FLOP/s", 4.6e14),
+    ("197 TFLOP/s", "FLOP/s", 197e12),
+    ("70 GB", "B", 70e9),
+    ("2 GiB", "B", 2 * 2**30),
+    ("820 GB/s", "B/s", 820e9),
+    ("400 Gbps", "B/s", 50e9),
+    ("240", "FLOP/B", 240.0),
+    ("240 FLOP/B", "FLOP/B", 240.0),
+    ("1.2 days", "s", 1.2 * 86400),
+    ("3 ms", "ms", 3.0),
+])
+def test_parse_quantity_reads_strings_with_units(text, unit, expected):
+    assert parse_quantity(text, unit) == pytest.approx(expected)
+
+
+def test_parse_quantity_takes_bare_numbers_in_the_asked_unit():
+    assert parse_quantity(0.5, "s") == 0.5
+    assert parse_quantity("0.5", "s") == 0.5
+
+
+def test_parse_quantity_refuses_a_unit_of_another_kind():
+    with pytest.raises(Error, match="asks for s"):
+        parse_quantity("3 GB", "s")
+
+
+@pytest.mark.parametrize("bad", ["three ms", "1+1", "__import__('os')", "", "nan"])
+def test_parse_quantity_refuses_what_is_not_a_quantity(bad):
+    with pytest.raises(Error):
+        parse_quantity(bad, "s")
+
+
+def test_parse_unit_gives_canonical_unit_and_factor():
+    assert parse_unit("GB/s") == ("B/s", 1e9)
+    assert parse_unit("ms") == ("s", 1e-3)
+
+
+@pytest.mark.parametrize("value, unit, text", [
+    (3.2e-3, "s", "3.2 ms"),
+    (820e9, "B/s", "820 GB/s"),
+    (1.97e14, "FLOP/s", "197 TFLOP/s"),
+    (3 * 86400, "s", "3 days"),
+    (0, "B", "0 B"),
+    (240.24, "", "240"),
+])
+def test_format_quantity_uses_si_prefixes(value, unit, text):
+    assert format_quantity(value, unit) == text
+
+
+def test_dtype_bytes_knows_packed_int4():
+    assert dtype_bytes("bf16") == 2 and dtype_bytes("int8") == 1 and dtype_bytes("int4") == 0.5
+
+
+def test_unknown_dtype_raises_error_listing_valid_ones():
+    with pytest.raises(Error, match="valid: .*bf16"):
+        dtype_bytes("bf17")
+
+
+def test_canonical_dtype_maps_long_names():
+    assert canonical_dtype("bfloat16") == "bf16" and canonical_dtype("float32") == "fp32"
