@@ -1,0 +1,241 @@
+"""Time of AllGather, ReduceScatter, AllReduce, AllToAll and a neighbour permute on a topology.
+
+Chapter 3 of the book derives these formulas (after Austin et al. 2025, part 3 for TPUs and
+part 12 for GPUs). Conventions:
+
+- `bytes_` is V, the bytes of the array *whole along the collective's axes*: the output of an
+  AllGather, the input of a ReduceScatter, the (full-size) input and output of an AllReduce, and
+  all N shards of an AllToAll or permute together. For `A[I_X, J] -> A[I, J]`, V = bytes(A).
+  Arrays also sharded along other axes count as held by one device: AllGather_X of A[I_X, J_Y]
+  has V = bytes(A) / |Y|.
+- Time is T = max(T_bandwidth, T_latency), the book's convention (a collective is either
+  bandwidth-bound or latency-bound), with T_latency = hops x `hop_latency_seconds` (1 us).
+
+TPU torus (ICI) axes, W_a = bidirectional ICI per link where axis a wraps around, one-way
+(half) where it does not; over k axes W = sum of their W_a, so k equal axes are k times faster:
+
+    AllGather = ReduceScatter = V / W     (independent of the axis size: the book drops (N-1)/N)
+    AllReduce = 2 V / W
+    AllToAll  = V / (4 W) on one axis; over several, the bisection bound max_a V N_a / (4 N W_a)
+    permute   = (V / N) / one-way link bandwidth (every chip sends its shard to a neighbour)
+    hops: N_a // 2 per axis with a wraparound, N_a - 1 without (x2 for AllReduce).
+
+GPU NVLink (switched, N GPUs in the group, W = GPU egress one way):
+
+    AllGather = ReduceScatter = V (N-1) / (N W);  AllReduce = 2x that;  AllToAll = V (N-1) / (N^2 W)
+
+InfiniBand / DCN axes (M nodes or slices in the group): the same switched formulas with N = M, and
+W = per-chip NIC share x the number of chips of the group inside one node or slice, which share
+the NICs (for an AllGather over a whole H100 cluster: V (M-1) / (M x 400 GB/s)). When a group
+spans several networks (ICI/NVLink and DCN) the stages pipeline: T_bandwidth is the slowest
+network's time, and latencies add. A collective over axes of total size 1 costs 0.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from . import units
+from .errors import Error, require_non_negative
+from .topology import Axis, Topology
+
+KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
+
+_ALIASES = {
+    "allgather": "all-gather", "ag": "all-gather", "gather": "all-gather",
+    "reducescatter": "reduce-scatter", "rs": "reduce-scatter",
+    "allreduce": "all-reduce", "ar": "all-reduce", "psum": "all-reduce",
+    "alltoall": "all-to-all", "a2a": "all-to-all",
+    "collectivepermute": "collective-permute", "permute": "collective-permute", "ppermute": "collective-permute",
+}
+_LABEL = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter", "all-reduce": "AllReduce",
+          "all-to-all": "AllToAll", "collective-permute": "Permute"}
+
+
+def canonical_kind(kind: str) -> str:
+    """'AllGather', 'all_gather', 'AG', 'ppermute'... -> the HLO name ('all-gather', 'collective-permute')."""
+    if not isinstance(kind, str):
+        raise Error(f"collective kind must be a string; valid: {', '.join(KINDS)}")
+    key = kind.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
+    for k in KINDS:
+        if key == k.replace("-", ""):
+            return k
+    if key in _ALIASES:
+        return _ALIASES[key]
+    raise Error(f"unknown collective {kind!r}; valid: {', '.join(KINDS)} (or AllGather, ReduceScatter, "
+                "AllReduce, AllToAll, ppermute)")
+
+
+def label(kind: str) -> str:
+    """The book's CamelCase name of a collective: 'all-gather' -> 'AllGather'."""
+    return _LABEL[canonical_kind(kind)]
+
+
+@dataclass(frozen=True)
+class CollectiveCost:
+    """Cost of one collective; see the module docstring for the formulas and what V means."""
+
+    kind: str
+    axes: tuple[str, ...]
+    group_size: int
+    array_bytes: float  # V
+    #: Bytes each device sends of its own data: V(N-1)/N for AllGather/ReduceScatter, twice
+    #: that for AllReduce, V(N-1)/N^2 for AllToAll, V/N for a permute.
+    bytes_per_device: float
+    #: Bytes through the busiest connection in one direction (an ICI link, a GPU's NVLink egress,
+    #: a chip's NIC share): `bandwidth_seconds` x that connection's one-way bandwidth.
+    bytes_per_link: float
+    hops: int
+    bandwidth_seconds: float
+    latency_seconds: float
+
+    @property
+    def seconds(self) -> float:
+        """max(bandwidth_seconds, latency_seconds): the book's convention."""
+        return max(self.bandwidth_seconds, self.latency_seconds)
+
+    @property
+    def regime(self) -> str:
+        """'bandwidth' or 'latency': which term sets the time ('none' for a free collective)."""
+        if self.seconds == 0:
+            return "none"
+        return "bandwidth" if self.bandwidth_seconds >= self.latency_seconds else "latency"
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"CollectiveCost({label(self.kind)} over {''.join(self.axes) or '-'} (N={self.group_size}): "
+                f"V={f(self.array_bytes, 'B')}, {f(self.bytes_per_device, 'B')} sent per device, "
+                f"{f(self.seconds, 's')} ({self.regime}; bandwidth {f(self.bandwidth_seconds, 's')}, "
+                f"latency {f(self.latency_seconds, 's')} = {self.hops} hops))")
+
+    def _repr_html_(self) -> str:
+        f = units.format_quantity
+        rows = [("collective", label(self.kind)), ("axes", ", ".join(self.axes) or "-"), ("N", self.group_size),
+                ("V (array)", f(self.array_bytes, "B")), ("sent per device", f(self.bytes_per_device, "B")),
+                ("per link", f(self.bytes_per_link, "B")), ("bandwidth time", f(self.bandwidth_seconds, "s")),
+                ("latency time", f"{f(self.latency_seconds, 's')} ({self.hops} hops)"),
+                ("time", f"<b>{f(self.seconds, 's')}</b> ({self.regime}-bound)")]
+        body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
+        return f"<table>{body}</table>"
+
+
+def _axes(topology: Topology, axes: "str | Sequence[str]") -> tuple[Axis, ...]:
+    if not isinstance(topology, Topology):
+        raise Error(f"topology must be a scalebook.topology.Topology (e.g. topology.slice('tpu-v5e', '16x16')), "
+                    f"got {type(topology).__name__}")
+    names = (axes,) if isinstance(axes, str) else tuple(axes)
+    if not names:
+        raise Error(f"name at least one mesh axis; valid: {', '.join(topology.names)}")
+    if len(set(names)) != len(names):
+        raise Error(f"mesh axes {names!r} repeat a name; valid: {', '.join(topology.names)}")
+    return tuple(topology.axis(n) for n in names)
+
+
+def _switched(kind: str, v: float, n: int, w: float) -> float:
+    """Time on a switched network (NVLink, InfiniBand, DCN): every member reaches every other at W."""
+    if n <= 1:
+        return 0.0
+    if kind in ("all-gather", "reduce-scatter"):
+        return v * (n - 1) / (n * w)
+    if kind == "all-reduce":
+        return 2 * v * (n - 1) / (n * w)
+    if kind == "all-to-all":
+        return v * (n - 1) / (n * n * w)
+    return v / (n * w)  # permute
+
+
+def _ici(kind: str, v: float, axes: tuple[Axis, ...]) -> tuple[float, float, int]:
+    """(seconds, one-way bandwidth of the busiest link, hops) on the torus axes of a group."""
+    axes = tuple(a for a in axes if a.size > 1)
+    if not axes:
+        return 0.0, 1.0, 0
+    n = math.prod(a.size for a in axes)
+    hops = sum(a.size // 2 if a.wraparound else a.size - 1 for a in axes)
+    w = sum(a.bytes_per_s for a in axes)
+    one_way = min(a.one_way_bytes_per_s for a in axes)
+    if kind in ("all-gather", "reduce-scatter"):
+        return v / w, one_way, hops
+    if kind == "all-reduce":
+        return 2 * v / w, one_way, 2 * hops
+    if kind == "all-to-all":
+        return max(v * a.size / (4 * n * a.bytes_per_s) for a in axes), one_way, hops
+    wrap = len(axes) == 1 and axes[0].wraparound
+    return v / (n * one_way), one_way, 1 if wrap else hops
+
+
+def cost(kind: str, topology: Topology, *, axes: "str | Sequence[str]", bytes_: float,
+         hop_latency_seconds: "float | None" = None) -> CollectiveCost:
+    """Cost of collective `kind` of an array of `bytes_` (V) over mesh `axes` of `topology`.
+
+    Formulas and conventions: module docstring (chapter 3). Raises `Error` for an unknown kind
+    or axis, a repeated axis, or a negative size.
+    """
+    kind = canonical_kind(kind)
+    group = _axes(topology, axes)
+    require_non_negative(bytes_=bytes_)
+    latency = topology.hop_latency_seconds if hop_latency_seconds is None else hop_latency_seconds
+    require_non_negative(hop_latency_seconds=latency)
+    n = math.prod(a.size for a in group)
+    v = float(bytes_)
+    names = tuple(a.name for a in group)
+    if n == 1 or v == 0:
+        return CollectiveCost(kind, names, n, v, 0.0, 0.0, 0, 0.0, 0.0)
+    if kind in ("all-gather", "reduce-scatter"):
+        per_device = v * (n - 1) / n
+    elif kind == "all-reduce":
+        per_device = 2 * v * (n - 1) / n
+    elif kind == "all-to-all":
+        per_device = v * (n - 1) / (n * n)
+    else:
+        per_device = v / n
+    # One stage per physical network; inner networks (ICI, NVLink) hand each outer one V / (group
+    # inside a node or slice) per chip -- equivalently W_outer x chips of the group per node.
+    inner = [a for a in group if a.network in ("ici", "nvlink")]
+    outer = [a for a in group if a.network == "dcn"]
+    stages: list[tuple[float, float, int]] = []  # (seconds, one-way link bandwidth, hops)
+    ici = [a for a in inner if a.network == "ici"]
+    if ici:
+        stages.append(_ici(kind, v, tuple(ici)))
+    nvl = [a for a in inner if a.network == "nvlink"]
+    if nvl:
+        m = math.prod(a.size for a in nvl)
+        w = min(a.bytes_per_s for a in nvl)
+        steps = {"all-gather": m - 1, "reduce-scatter": m - 1, "all-reduce": 2 * (m - 1)}.get(kind, 1)
+        stages.append((_switched(kind, v, m, w), w, steps if m > 1 else 0))
+    if outer:
+        m = math.prod(a.size for a in outer)
+        w = min(a.bytes_per_s for a in outer)
+        share = math.prod(a.size for a in inner)
+        steps = {"all-gather": m - 1, "reduce-scatter": m - 1, "all-reduce": 2 * (m - 1)}.get(kind, 1)
+        stages.append((_switched(kind, v / share, m, w), w, steps if m > 1 else 0))
+    slowest = max(stages, key=lambda s: s[0])
+    hops = sum(s[2] for s in stages)
+    return CollectiveCost(kind=kind, axes=names, group_size=n, array_bytes=v, bytes_per_device=per_device,
+                          bytes_per_link=slowest[0] * slowest[1], hops=hops,
+                          bandwidth_seconds=slowest[0], latency_seconds=hops * latency)
+
+
+def all_gather(topology: Topology, *, axes: "str | Sequence[str]", bytes_: float, **kw) -> CollectiveCost:
+    """AllGather of a V-byte array (its gathered size) over `axes`: about V / W on a TPU axis."""
+    return cost("all-gather", topology, axes=axes, bytes_=bytes_, **kw)
+
+
+def reduce_scatter(topology: Topology, *, axes: "str | Sequence[str]", bytes_: float, **kw) -> CollectiveCost:
+    """ReduceScatter of a V-byte array (its size before scattering): the same time as an AllGather."""
+    return cost("reduce-scatter", topology, axes=axes, bytes_=bytes_, **kw)
+
+
+def all_reduce(topology: Topology, *, axes: "str | Sequence[str]", bytes_: float, **kw) -> CollectiveCost:
+    """AllReduce of a V-byte array: a ReduceScatter then an AllGather, 2 V / W on a TPU axis."""
+    return cost("all-reduce", topology, axes=axes, bytes_=bytes_, **kw)
+
+
+def all_to_all(topology: Topology, *, axes: "str | Sequence[str]", bytes_: float, **kw) -> CollectiveCost:
+    """AllToAll of a V-byte array (all shards together): V / (4 W) on a bidirectional TPU ring."""
+    return cost("all-to-all", topology, axes=axes, bytes_=bytes_, **kw)
+
+
+def permute(topology: Topology, *, axes: "str | Sequence[str]", bytes_: float, **kw) -> CollectiveCost:
+    """Each device sends its V/N shard to its neighbour along `axes` (jax.lax.ppermute)."""
+    return cost("collective-permute", topology, axes=axes, bytes_=bytes_, **kw)

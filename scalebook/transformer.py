@@ -1,0 +1,583 @@
+"""Parameters, FLOPs and bytes of a `Transformer` (Chapter 4).
+
+Notation (Chapter 4): L layers, D d_model, N query heads, K kv heads, H head dim, F MLP width
+(one branch), V vocabulary, T sequence length, B batch; MoE: E routed experts, k per token, S
+shared, F_e expert width; MLA: d_c kv latent, d'_c q latent, d_R RoPE key dim. m = 3 matrices
+for a gated MLP, 2 for a plain one.
+
+Conventions, used everywhere below:
+
+- A matmul [P, Q] x [Q, R] costs 2 P Q R FLOPs (a multiply and an add per term). Per token a
+  weight matrix of n parameters costs 2 n FLOPs forward. Embedding lookups cost nothing.
+- Backward costs twice the forward (gradients with respect to the input and to the weights are
+  one matmul each), so training costs 3 x forward per token: the "6 N" of 6 N D.
+- Attention scores: each query dots T keys (QK^T, 2 T N (H + d_R) FLOPs per token per layer)
+  and mixes T values (AV, 2 T N H). `causal=True` counts T / 2 keys per query on average, which
+  halves both, as a kernel that skips the masked half does (FlashAttention with causal blocks);
+  a dense implementation that masks after computing all T x T scores does the full `causal=False`
+  work.
+- Only matmul FLOPs are counted; norms, softmax, activations and residual adds cost O(D) or
+  O(N T) per token, a fraction of order 1/D of the matmuls (Chapter 4's XLA cross-check).
+- MoE: a token passes through its k routed experts and the S shared ones; "active" parameters
+  are those one token uses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import units
+from .errors import Error, choose, require_non_negative, require_positive
+from .models import Transformer
+
+REMAT_POLICIES = ("none", "matmul_outputs", "full")
+
+
+def format_count(n: float) -> str:
+    """'8.03B', '70.6B', '1.05M': a parameter count with a decimal suffix."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= scale * 0.9995:
+            return f"{n / scale:.3g}{suffix}"
+    return f"{n:.3g}"
+
+
+def _html_table(head: tuple[str, ...], rows: list[tuple], caption: str = "") -> str:
+    th = "".join(f"<th style='text-align:right'>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td style='text-align:right'>{c}</td>" for c in r) + "</tr>" for r in rows)
+    cap = f"<caption>{caption}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+# --- per-layer weights -----------------------------------------------------------------------
+
+def _mlp_matrices(model: Transformer) -> int:
+    return 3 if model.mlp == "gated" else 2
+
+
+def _attention_weights(model: Transformer) -> int:
+    """Matmul weights of one attention layer.
+
+    Standard: Q and O are D x N H, K and V are D x K H: 2 D N H + 2 D K H.
+    MLA: queries D x d'_c then d'_c x N (H + d_R) (or D x N (H + d_R) without q compression);
+    keys/values D x (d_c + d_R) down, d_c x 2 N H up; O is N H x D.
+    """
+    D, N, K, H = model.d_model, model.heads, model.kv_heads, model.head_dim
+    if not model.is_mla:
+        return 2 * D * N * H + 2 * D * K * H
+    R, dc, dq = model.mla_rope_head_dim, model.mla_kv_compression_dim, model.mla_q_compression_dim
+    q = D * dq + dq * N * (H + R) if dq else D * N * (H + R)
+    return q + D * (dc + R) + dc * 2 * N * H + N * H * D
+
+
+def _attention_extras(model: Transformer) -> int:
+    """Non-matmul attention parameters: biases, MLA's latent norms."""
+    n = 0
+    if model.biases:
+        n += model.heads * model.head_dim + 2 * model.kv_heads * model.head_dim + model.d_model
+    if model.is_mla:
+        n += model.mla_kv_compression_dim + model.mla_q_compression_dim
+    return n
+
+
+def _mlp_weights(model: Transformer, width: int) -> int:
+    return _mlp_matrices(model) * model.d_model * width
+
+
+def _mlp_biases(model: Transformer, width: int) -> int:
+    return ((_mlp_matrices(model) - 1) * width + model.d_model) if model.biases else 0
+
+
+# --- parameters --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameters of a model by part, whole model (Chapter 4). Counts, not bytes.
+
+    `embedding_params` = V D (+ learned positions x D); `unembedding_params` = V D, or 0 when
+    tied; `attention_params` = L x attention weights (+ biases, MLA latent norms); `mlp_params` =
+    dense layers x m D F; `routed_expert_params` = MoE layers x E m D F_e; `shared_expert_params` =
+    MoE layers x S m D F_e; `router_params` = MoE layers x D E; `norm_params` = (L x norms per
+    layer + 1) x D (x 2 with biases).
+    """
+
+    model_name: str
+    embedding_params: int
+    unembedding_params: int
+    attention_params: int
+    mlp_params: int
+    routed_expert_params: int
+    shared_expert_params: int
+    router_params: int
+    norm_params: int
+    #: Routed-expert parameters one token uses: MoE layers x k m D F_e.
+    active_routed_expert_params: int
+
+    @property
+    def total_params(self) -> int:
+        return (self.embedding_params + self.unembedding_params + self.attention_params + self.mlp_params
+                + self.routed_expert_params + self.shared_expert_params + self.router_params + self.norm_params)
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token uses: the total with only k of the E routed experts."""
+        return self.total_params - self.routed_expert_params + self.active_routed_expert_params
+
+    @property
+    def non_embedding_params(self) -> int:
+        """Total less the embedding and unembedding tables (Kaplan et al.'s N)."""
+        return self.total_params - self.embedding_params - self.unembedding_params
+
+    def parts(self) -> dict[str, int]:
+        """Part name -> parameters, non-zero parts only."""
+        d = {"embedding": self.embedding_params, "unembedding": self.unembedding_params,
+             "attention": self.attention_params, "MLP": self.mlp_params,
+             "routed experts": self.routed_expert_params, "shared experts": self.shared_expert_params,
+             "router": self.router_params, "norms": self.norm_params}
+        return {k: v for k, v in d.items() if v}
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{k} {format_count(v)}" for k, v in self.parts().items())
+        active = "" if self.active_params == self.total_params else f", active {format_count(self.active_params)}"
+        return f"ParamCounts({self.model_name}: total {format_count(self.total_params)}{active}; {parts})"
+
+    def _repr_html_(self) -> str:
+        total = self.total_params
+        rows = [(k, f"{v:,}", format_count(v), f"{100 * v / total:.1f}%") for k, v in self.parts().items()]
+        rows.append(("<b>total</b>", f"<b>{total:,}</b>", f"<b>{format_count(total)}</b>", "100%"))
+        if self.active_params != total:
+            rows.append(("active per token", f"{self.active_params:,}", format_count(self.active_params),
+                         f"{100 * self.active_params / total:.1f}%"))
+        return _html_table(("part", "params", "", "share"), rows, f"Parameters of {self.model_name}")
+
+
+def params(model: Transformer) -> ParamCounts:
+    """Parameter counts of `model` by part, with total and active (Chapter 4).
+
+    Dense LLaMA-style layer: 2 D N H + 2 D K H (attention) + 3 D F (gated MLP) + 2 D (norms);
+    total = L x layer + V D (x 2 untied) + D (final norm).
+    """
+    L, D, V = model.layers, model.d_model, model.vocab
+    moe = model.moe_layers
+    per_expert = _mlp_weights(model, model.expert_d_ff) + _mlp_biases(model, model.expert_d_ff) if model.is_moe else 0
+    norm_each = D * (2 if model.biases else 1)
+    return ParamCounts(
+        model_name=model.name,
+        embedding_params=V * D + model.learned_positions * D,
+        unembedding_params=0 if model.tied_embeddings else V * D,
+        attention_params=L * (_attention_weights(model) + _attention_extras(model)),
+        mlp_params=model.dense_layers * (_mlp_weights(model, model.d_ff) + _mlp_biases(model, model.d_ff)),
+        routed_expert_params=moe * model.routed_experts * per_expert,
+        shared_expert_params=moe * model.shared_experts * per_expert,
+        router_params=moe * (D * model.routed_experts + (model.routed_experts if model.biases else 0)),
+        norm_params=(L * model.norms_per_layer + 1) * norm_each,
+        active_routed_expert_params=moe * model.experts_per_token * per_expert,
+    )
+
+
+# --- FLOPs ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    """Matmul FLOPs per token of one forward pass, by part (Chapter 4).
+
+    `attention_projection_flops` = 2 x attention weights per layer (QKV and O);
+    `attention_score_flops` = QK^T + AV = 2 T_eff N (2H + d_R) per layer, T_eff = T/2 if causal
+    else T; `mlp_flops` = 2 m D F per dense layer plus 2 m D F_e (k + S) per MoE layer;
+    `router_flops` = 2 D E per MoE layer; `unembedding_flops` = 2 D V (once per model).
+    Summed over the layers it covers (all of them for `flops_per_token`, one for
+    `layer_flops_per_token`).
+    """
+
+    model_name: str
+    seq_len: int
+    causal: bool
+    attention_projection_flops: float
+    attention_score_flops: float
+    mlp_flops: float
+    router_flops: float
+    unembedding_flops: float
+
+    @property
+    def forward_flops(self) -> float:
+        """All matmul FLOPs of one forward pass per token, attention scores included."""
+        return (self.attention_projection_flops + self.attention_score_flops + self.mlp_flops
+                + self.router_flops + self.unembedding_flops)
+
+    @property
+    def forward_flops_without_attention(self) -> float:
+        """Forward FLOPs less the attention scores (QK^T, AV): the 2 N part of 2 N + attention."""
+        return self.forward_flops - self.attention_score_flops
+
+    @property
+    def backward_flops(self) -> float:
+        """2 x forward: one matmul for the input gradient, one for the weight gradient."""
+        return 2 * self.forward_flops
+
+    @property
+    def training_flops(self) -> float:
+        """Forward + backward = 3 x forward per token."""
+        return 3 * self.forward_flops
+
+    @property
+    def attention_fraction(self) -> float:
+        """Share of the forward FLOPs spent on attention scores."""
+        return self.attention_score_flops / self.forward_flops
+
+    def parts(self) -> dict[str, float]:
+        d = {"attention projections": self.attention_projection_flops,
+             "attention scores": self.attention_score_flops, "MLP / experts": self.mlp_flops,
+             "router": self.router_flops, "unembedding": self.unembedding_flops}
+        return {k: v for k, v in d.items() if v}
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"FlopsPerToken({self.model_name}, T={self.seq_len}{', causal' if self.causal else ''}: "
+                f"forward {f(self.forward_flops, 'FLOP')}, training {f(self.training_flops, 'FLOP')}, "
+                f"attention {100 * self.attention_fraction:.1f}%)")
+
+    def _repr_html_(self) -> str:
+        f = units.format_quantity
+        fw = self.forward_flops
+        rows = [(k, f(v, "FLOP"), f"{100 * v / fw:.1f}%") for k, v in self.parts().items()]
+        rows += [("<b>forward</b>", f"<b>{f(fw, 'FLOP')}</b>", "100%"),
+                 ("training (3x)", f(self.training_flops, "FLOP"), "300%")]
+        cap = f"FLOPs per token of {self.model_name}, T={self.seq_len}{' (causal)' if self.causal else ''}"
+        return _html_table(("part", "FLOPs per token", "share"), rows, cap)
+
+
+def _score_flops(model: Transformer, seq_len: float, causal: bool) -> float:
+    t = seq_len / 2 if causal else seq_len
+    return 2 * t * model.heads * (2 * model.head_dim + model.mla_rope_head_dim)
+
+
+def _check_seq(seq_len: int) -> None:
+    require_non_negative(seq_len=seq_len)
+
+
+def flops_per_token(model: Transformer, *, seq_len: int = 0, causal: bool = True) -> FlopsPerToken:
+    """Forward matmul FLOPs per token of the whole model at sequence length `seq_len` (Chapter 4).
+
+    forward = 2 x active matmul parameters (embedding lookup excluded, unembedding 2 D V included)
+    + attention scores 4 T_eff N H per layer (T_eff = T/2 when `causal`). `seq_len=0` leaves the
+    attention scores out. Training per token is 3 x forward (`.training_flops`).
+    """
+    _check_seq(seq_len)
+    D, L = model.d_model, model.layers
+    moe_width = (model.experts_per_token + model.shared_experts) * model.expert_d_ff
+    return FlopsPerToken(
+        model_name=model.name, seq_len=seq_len, causal=causal,
+        attention_projection_flops=2.0 * L * _attention_weights(model),
+        attention_score_flops=L * _score_flops(model, seq_len, causal),
+        mlp_flops=2.0 * (model.dense_layers * _mlp_weights(model, model.d_ff)
+                         + model.moe_layers * _mlp_weights(model, moe_width)),
+        router_flops=2.0 * model.moe_layers * D * model.routed_experts,
+        unembedding_flops=2.0 * D * model.vocab,
+    )
+
+
+def layer_flops_per_token(model: Transformer, *, seq_len: int = 0, causal: bool = True,
+                          moe: bool | None = None) -> FlopsPerToken:
+    """Forward matmul FLOPs per token of one layer (no unembedding) (Chapter 4).
+
+    `moe` picks a MoE layer or a dense one; default: MoE if the model has MoE layers.
+    """
+    _check_seq(seq_len)
+    if moe is None:
+        moe = model.moe_layers > 0
+    if moe and not model.moe_layers:
+        raise Error(f"{model.name} has no MoE layers; use moe=False")
+    if not moe and not model.dense_layers:
+        raise Error(f"{model.name} has no dense layers; use moe=True")
+    D = model.d_model
+    width = (model.experts_per_token + model.shared_experts) * model.expert_d_ff if moe else model.d_ff
+    return FlopsPerToken(
+        model_name=model.name, seq_len=seq_len, causal=causal,
+        attention_projection_flops=2.0 * _attention_weights(model),
+        attention_score_flops=_score_flops(model, seq_len, causal),
+        mlp_flops=2.0 * _mlp_weights(model, width),
+        router_flops=2.0 * D * model.routed_experts if moe else 0.0,
+        unembedding_flops=0.0,
+    )
+
+
+@dataclass(frozen=True)
+class TrainingFlops:
+    """FLOPs to train on `tokens` tokens: exact count beside the 6 N D rule (Chapter 4).
+
+    `flops` = 3 x forward FLOPs per token x tokens (attention at `seq_len` included);
+    `six_nd_flops` = 6 x active params x tokens, the approximation.
+    """
+
+    model_name: str
+    tokens: float
+    seq_len: int
+    causal: bool
+    active_params: int
+    flops: float
+    six_nd_flops: float
+
+    @property
+    def ratio(self) -> float:
+        """Exact / 6 N D: above 1 where attention scores matter, below where embeddings do."""
+        return self.flops / self.six_nd_flops
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"TrainingFlops({self.model_name}, {self.tokens:.3g} tokens at T={self.seq_len}: "
+                f"{f(self.flops, 'FLOP')} exact, 6ND = {f(self.six_nd_flops, 'FLOP')}, ratio {self.ratio:.3f})")
+
+
+def training_flops(model: Transformer, *, tokens: float, seq_len: int = 0, causal: bool = True) -> TrainingFlops:
+    """Training FLOPs for a token budget (Chapter 4): exact 3 x forward x D beside 6 N D.
+
+    N is the active parameter count (embedding included, as most papers quote it); the exact
+    count adds attention scores and leaves out the FLOP-free embedding lookup.
+    """
+    require_positive(tokens=tokens)
+    per = flops_per_token(model, seq_len=seq_len, causal=causal)
+    n = params(model).active_params
+    return TrainingFlops(model_name=model.name, tokens=float(tokens), seq_len=seq_len, causal=causal,
+                         active_params=n, flops=per.training_flops * tokens, six_nd_flops=6.0 * n * tokens)
+
+
+# --- memory: parameters, gradients, optimizer state ---------------------------------------------
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    """Bytes of the training state, whole model (Chapter 4). Activations are separate.
+
+    params x (param dtype + grad dtype + Adam first moment + second moment + master copy).
+    The default mixed-precision recipe (bf16 params and grads, fp32 moments and master weights)
+    is 2 + 2 + 4 + 4 + 4 = 16 bytes per parameter.
+    """
+
+    model_name: str
+    params: int
+    param_bytes: float
+    grad_bytes: float
+    first_moment_bytes: float
+    second_moment_bytes: float
+    master_bytes: float
+
+    @property
+    def optimizer_bytes(self) -> float:
+        """Adam's two moments plus the master weights (the part ZeRO-1 shards)."""
+        return self.first_moment_bytes + self.second_moment_bytes + self.master_bytes
+
+    @property
+    def bytes(self) -> float:
+        return self.param_bytes + self.grad_bytes + self.optimizer_bytes
+
+    @property
+    def bytes_per_param(self) -> float:
+        return self.bytes / self.params
+
+    def parts(self) -> dict[str, float]:
+        d = {"parameters": self.param_bytes, "gradients": self.grad_bytes,
+             "Adam first moment": self.first_moment_bytes, "Adam second moment": self.second_moment_bytes,
+             "master weights": self.master_bytes}
+        return {k: v for k, v in d.items() if v}
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"TrainingMemory({self.model_name}: {f(self.bytes, 'B')} = {self.bytes_per_param:g} B/param x "
+                f"{format_count(self.params)}; " + ", ".join(f"{k} {f(v, 'B')}" for k, v in self.parts().items()) + ")")
+
+    def _repr_html_(self) -> str:
+        f = units.format_quantity
+        rows = [(k, f(v, "B"), f"{v / self.params:g}") for k, v in self.parts().items()]
+        rows.append(("<b>total</b>", f"<b>{f(self.bytes, 'B')}</b>", f"<b>{self.bytes_per_param:g}</b>"))
+        return _html_table(("state", "bytes", "bytes/param"), rows, f"Training state of {self.model_name}")
+
+
+def training_memory(model: Transformer, *, param_dtype: str = "bf16", grad_dtype: str = "bf16",
+                    first_moment_dtype: str = "fp32", second_moment_dtype: str = "fp32",
+                    master_dtype: str | None = "fp32") -> TrainingMemory:
+    """Bytes of parameters, gradients and Adam state for all (total, not active) parameters.
+
+    bytes = P x (b_param + b_grad + b_m + b_v + b_master); `master_dtype=None` keeps no master
+    copy (pure bf16 training). Chapter 4.
+    """
+    n = params(model).total_params
+    b = units.dtype_bytes
+    return TrainingMemory(
+        model_name=model.name, params=n, param_bytes=n * b(param_dtype), grad_bytes=n * b(grad_dtype),
+        first_moment_bytes=n * b(first_moment_dtype), second_moment_bytes=n * b(second_moment_dtype),
+        master_bytes=n * b(master_dtype) if master_dtype is not None else 0.0,
+    )
+
+
+# --- memory: activations ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SavedTensor:
+    """One activation kept for the backward pass: `elements_per_token` x B T elements."""
+
+    name: str
+    shape: str
+    elements_per_token: float
+    bytes_per_element: float
+
+
+@dataclass(frozen=True)
+class ActivationMemory:
+    """Activations a layer keeps for the backward pass under a remat policy (Chapter 4).
+
+    Policies (what each layer saves; everything else is recomputed in the backward pass):
+
+    - 'none': everything the backward needs, 12 tensors for a sequential gated-MLP layer:
+      layer input, norm1 output, Q, K, V, softmax probabilities [B, N, T, T] (or, with
+      `flash_attention`, the fp32 log-sum-exp [B, N, T]), attention output, residual after
+      attention, norm2 output, gate, up, act(gate) x up (a plain MLP: up and act(up), 11).
+    - 'matmul_outputs': the layer input and the outputs of matmuls against weights that the
+      backward needs (jax.checkpoint_policies.dots_with_no_batch_dims_saveable): Q, K, V,
+      output projection, gate and up (plain: up): 7 tensors (6). QK^T and AV are recomputed.
+    - 'full': the layer input only, 1 tensor; the backward recomputes the whole layer.
+
+    `tensors` lists one layer (the MoE kind if the model has MoE layers); `bytes` sums all
+    layers; `remat_flops_per_token` is the extra forward FLOPs per token that recomputation costs.
+    """
+
+    model_name: str
+    policy: str
+    batch: int
+    seq_len: int
+    tensors: tuple[SavedTensor, ...]
+    bytes: float
+    remat_flops_per_token: float
+
+    @property
+    def saved_tensors(self) -> int:
+        return len(self.tensors)
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq_len
+
+    @property
+    def layer_bytes(self) -> float:
+        """Bytes of the one layer that `tensors` lists."""
+        return sum(t.elements_per_token * t.bytes_per_element for t in self.tensors) * self.tokens
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"ActivationMemory({self.model_name}, remat={self.policy!r}, B={self.batch}, T={self.seq_len}: "
+                f"{self.saved_tensors} tensors, {f(self.layer_bytes, 'B')} per layer, {f(self.bytes, 'B')} in all)")
+
+    def _repr_html_(self) -> str:
+        f = units.format_quantity
+        rows = [(t.name, t.shape, f(t.elements_per_token * t.bytes_per_element * self.tokens, "B"))
+                for t in self.tensors]
+        rows.append(("<b>one layer</b>", "", f"<b>{f(self.layer_bytes, 'B')}</b>"))
+        rows.append(("all layers", "", f(self.bytes, "B")))
+        cap = f"Saved activations of {self.model_name}, remat={self.policy!r}, B={self.batch}, T={self.seq_len}"
+        return _html_table(("tensor", "shape", "bytes"), rows, cap)
+
+
+def _saved_tensors(model: Transformer, *, seq_len: int, policy: str, b: float, flash: bool,
+                   moe: bool) -> tuple[SavedTensor, ...]:
+    D, N, K, H, T = model.d_model, model.heads, model.kv_heads, model.head_dim, seq_len
+    R = model.mla_rope_head_dim
+    width = (model.experts_per_token + model.shared_experts) * model.expert_d_ff if moe else model.d_ff
+    fw = "k F_e" if moe else "F"
+    t = SavedTensor
+    x = t("layer input", "[B,T,D]", D, b)
+    if policy == "full":
+        return (x,)
+    qkv = [t("Q", "[B,T,N,H+d_R]" if model.is_mla else "[B,T,N,H]", N * (H + R), b),
+           t("K", "[B,T,N,H+d_R]" if model.is_mla else "[B,T,K,H]", K * (H + R), b),
+           t("V", "[B,T,K,H]", K * H, b)]
+    if model.is_mla:
+        latents = [t("kv latent", "[B,T,d_c+d_R]", model.mla_kv_compression_dim + R, b)]
+        if model.mla_q_compression_dim:
+            latents.insert(0, t("q latent", "[B,T,d'_c]", model.mla_q_compression_dim, b))
+        qkv = latents + qkv
+    gated = model.mlp == "gated"
+    if policy == "matmul_outputs":
+        mlp = [t("gate", f"[B,T,{fw}]", width, b), t("up", f"[B,T,{fw}]", width, b)] if gated else \
+              [t("up", f"[B,T,{fw}]", width, b)]
+        return (x, *qkv, t("output projection", "[B,T,D]", D, b), *mlp)
+    probs = (t("softmax log-sum-exp", "[B,N,T] fp32", N, 4.0) if flash
+             else t("softmax probabilities", "[B,N,T,T]", N * T, b))
+    attn = [x, t("norm1 output", "[B,T,D]", D, b), *qkv, probs, t("attention output", "[B,T,N*H]", N * H, b)]
+    mid = [] if model.parallel_block else [t("residual after attention", "[B,T,D]", D, b),
+                                           t("norm2 output", "[B,T,D]", D, b)]
+    mlp = ([t("gate", f"[B,T,{fw}]", width, b), t("up", f"[B,T,{fw}]", width, b),
+            t("act(gate) * up", f"[B,T,{fw}]", width, b)] if gated
+           else [t("up", f"[B,T,{fw}]", width, b), t("act(up)", f"[B,T,{fw}]", width, b)])
+    return (*attn, *mid, *mlp)
+
+
+def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: str = "none",
+                      dtype: str = "bf16", flash_attention: bool = False, causal: bool = True) -> ActivationMemory:
+    """Activation bytes kept for the backward pass under remat `policy` (Chapter 4).
+
+    bytes = sum over layers of B T x (elements per token of each saved tensor) x bytes per element.
+    A 'none' MHA gated layer without flash attention: B T (6 D + 4 N H + 3 F) + B N T^2 elements,
+    the T^2 term dominating at long context. Remat cost per token: 'full' one more layer
+    forward; 'matmul_outputs' one more QK^T and AV (`causal` as in `flops_per_token`).
+    """
+    require_positive(batch=batch, seq_len=seq_len)
+    choose("remat policy", policy, REMAT_POLICIES)
+    b = units.dtype_bytes(dtype)
+    total = 0.0
+    tensors: tuple[SavedTensor, ...] = ()
+    for moe, count in ((False, model.dense_layers), (True, model.moe_layers)):
+        if count:
+            tensors = _saved_tensors(model, seq_len=seq_len, policy=policy, b=b, flash=flash_attention, moe=moe)
+            total += count * batch * seq_len * sum(x.elements_per_token * x.bytes_per_element for x in tensors)
+    fl = flops_per_token(model, seq_len=seq_len, causal=causal)
+    remat = {"none": 0.0, "matmul_outputs": fl.attention_score_flops,
+             "full": fl.forward_flops - fl.unembedding_flops}[policy]
+    return ActivationMemory(model_name=model.name, policy=policy, batch=batch, seq_len=seq_len,
+                            tensors=tensors, bytes=total, remat_flops_per_token=remat)
+
+
+# --- KV cache ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class KVCache:
+    """Bytes of the KV cache (Chapter 4).
+
+    Per token per layer: 2 K H elements (keys and values of the K kv heads); MLA caches the
+    compressed latent and the shared RoPE key instead, d_c + d_R elements. `bytes` covers
+    `batch` sequences of `seq_len` tokens.
+    """
+
+    model_name: str
+    dtype: str
+    seq_len: int
+    batch: int
+    layers: int
+    elements_per_token_per_layer: int
+    bytes_per_token_per_layer: float
+
+    @property
+    def bytes_per_token(self) -> float:
+        """All layers: L x bytes per token per layer."""
+        return self.layers * self.bytes_per_token_per_layer
+
+    @property
+    def bytes_per_sequence(self) -> float:
+        return self.bytes_per_token * self.seq_len
+
+    @property
+    def bytes(self) -> float:
+        return self.bytes_per_sequence * self.batch
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"KVCache({self.model_name}, {self.dtype}: {f(self.bytes_per_token, 'B')} per token, "
+                f"{f(self.bytes_per_sequence, 'B')} per sequence of {self.seq_len}, "
+                f"{f(self.bytes, 'B')} for batch {self.batch})")
+
+
+def kv_cache(model: Transformer, *, seq_len: int = 1, batch: int = 1, dtype: str = "bf16") -> KVCache:
+    """KV cache size: 2 L K H x bytes per token (MLA: L (d_c + d_R) x bytes) (Chapter 4)."""
+    require_positive(seq_len=seq_len, batch=batch)
+    if model.is_mla:
+        per_layer = model.mla_kv_compression_dim + model.mla_rope_head_dim
+    else:
+        per_layer = 2 * model.kv_heads * model.head_dim
+    return KVCache(model_name=model.name, dtype=units.canonical_dtype(dtype), seq_len=seq_len, batch=batch,
+                   layers=model.layers, elements_per_token_per_layer=per_layer,
+                   bytes_per_token_per_layer=per_layer * units.dtype_bytes(dtype))
