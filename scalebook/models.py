@@ -183,12 +183,23 @@ class Transformer:
         return self.layers - self.dense_layers
 
     def replace(self, **changes) -> "Transformer":
-        """A copy with some fields changed (validated again); published totals are dropped."""
+        """A copy with some fields changed, validated again; published totals are dropped.
+
+        Fields left at their defaults (kv_heads = heads, head_dim = D / N, norms per layer,
+        dense layers of a dense model) follow the changed fields.
+        """
         changes.setdefault("published_params", None)
         changes.setdefault("published_active_params", None)
         changes.setdefault("published_source", "")
-        if "heads" in changes and "kv_heads" not in changes and self.kv_heads == self.heads:
-            changes["kv_heads"] = None
+        defaults = {
+            "kv_heads": self.kv_heads == self.heads,
+            "head_dim": self.head_dim * self.heads == self.d_model,
+            "norms_per_layer": self.norms_per_layer == (1 if self.parallel_block else 2),
+            "dense_layers": not self.is_moe,
+        }
+        for name, defaulted in defaults.items():
+            if defaulted and name not in changes:
+                changes[name] = None
         return dataclasses.replace(self, **changes)
 
     def __repr__(self) -> str:

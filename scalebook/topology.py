@@ -137,7 +137,7 @@ def _parse_shape(shape: "str | Sequence[int]", what: str) -> tuple[int, ...]:
         dims = []
         for tok in tokens:
             tok = tok.strip()
-            if not tok.isdigit() or int(tok) < 1:
+            if not (tok.isascii() and tok.isdigit()) or int(tok) < 1:
                 raise Error(f"bad size {tok!r} in {what} {shape!r}; write positive integers joined by 'x', e.g. '8x16'")
             dims.append(int(tok))
         return tuple(dims)

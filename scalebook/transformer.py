@@ -321,9 +321,8 @@ class TrainingFlops:
         return self.flops / self.six_nd_flops
 
     def __repr__(self) -> str:
-        f = units.format_quantity
         return (f"TrainingFlops({self.model_name}, {self.tokens:.3g} tokens at T={self.seq_len}: "
-                f"{f(self.flops, 'FLOP')} exact, 6ND = {f(self.six_nd_flops, 'FLOP')}, ratio {self.ratio:.3f})")
+                f"{self.flops:.3g} FLOPs exact, 6ND = {self.six_nd_flops:.3g} FLOPs, ratio {self.ratio:.3f})")
 
 
 def training_flops(model: Transformer, *, tokens: float, seq_len: int = 0, causal: bool = True) -> TrainingFlops:
@@ -434,7 +433,9 @@ class ActivationMemory:
     - 'full': the layer input only, 1 tensor; the backward recomputes the whole layer.
 
     `tensors` lists one layer (the MoE kind if the model has MoE layers); `bytes` sums all
-    layers; `remat_flops_per_token` is the extra forward FLOPs per token that recomputation costs.
+    layers; `remat_flops_per_token` is the extra forward FLOPs per token, all layers, that
+    recomputation costs ('full': a layer forward less the MLP down projection, whose output no
+    gradient needs; 'matmul_outputs': QK^T and AV).
     """
 
     model_name: str
@@ -507,14 +508,32 @@ def _saved_tensors(model: Transformer, *, seq_len: int, policy: str, b: float, f
     return (*attn, *mid, *mlp)
 
 
+def _remat_flops(model: Transformer, *, seq_len: int, causal: bool, policy: str, moe: bool) -> float:
+    """Extra forward matmul FLOPs per token that one layer's backward spends recomputing."""
+    if policy == "none":
+        return 0.0
+    fl = layer_flops_per_token(model, seq_len=seq_len, causal=causal, moe=moe)
+    if policy == "matmul_outputs":
+        return fl.attention_score_flops
+    # 'full': everything but the matmuls whose outputs only join the residual stream, which no
+    # gradient needs: the MLP down projection (and, in a parallel block, the output projection).
+    width = (model.experts_per_token + model.shared_experts) * model.expert_d_ff if moe else model.d_ff
+    unneeded = 2.0 * model.d_model * width
+    if model.parallel_block:
+        unneeded += 2.0 * model.heads * model.head_dim * model.d_model
+    return fl.forward_flops - unneeded
+
+
 def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: str = "none",
                       dtype: str = "bf16", flash_attention: bool = False, causal: bool = True) -> ActivationMemory:
     """Activation bytes kept for the backward pass under remat `policy` (Chapter 4).
 
     bytes = sum over layers of B T x (elements per token of each saved tensor) x bytes per element.
-    A 'none' MHA gated layer without flash attention: B T (6 D + 4 N H + 3 F) + B N T^2 elements,
-    the T^2 term dominating at long context. Remat cost per token: 'full' one more layer
-    forward; 'matmul_outputs' one more QK^T and AV (`causal` as in `flops_per_token`).
+    A 'none' MHA gated layer without flash attention: B T (4 D + 4 N H + 3 F) + B N T^2 elements,
+    the T^2 term dominating at long context. Remat cost per token (`remat_flops_per_token`):
+    'full' one more layer forward less the MLP down projection (its output only joins the
+    residual stream, so no gradient needs it; a parallel block also skips the output projection);
+    'matmul_outputs' one more QK^T and AV (`causal` as in `flops_per_token`).
     """
     require_positive(batch=batch, seq_len=seq_len)
     choose("remat policy", policy, REMAT_POLICIES)
@@ -525,9 +544,8 @@ def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: s
         if count:
             tensors = _saved_tensors(model, seq_len=seq_len, policy=policy, b=b, flash=flash_attention, moe=moe)
             total += count * batch * seq_len * sum(x.elements_per_token * x.bytes_per_element for x in tensors)
-    fl = flops_per_token(model, seq_len=seq_len, causal=causal)
-    remat = {"none": 0.0, "matmul_outputs": fl.attention_score_flops,
-             "full": fl.forward_flops - fl.unembedding_flops}[policy]
+    remat = sum(count * _remat_flops(model, seq_len=seq_len, causal=causal, policy=policy, moe=moe)
+                for moe, count in ((False, model.dense_layers), (True, model.moe_layers)) if count)
     return ActivationMemory(model_name=model.name, policy=policy, batch=batch, seq_len=seq_len,
                             tensors=tensors, bytes=total, remat_flops_per_token=remat)
 

@@ -134,3 +134,293 @@ def shapes(*specs: Sequence[int], dtype: str = "float32"):
     import jax.numpy as jnp
 
     return tuple(jax.ShapeDtypeStruct(tuple(s), jnp.dtype(dtype)) for s in specs)
+
+
+# ------------------------------------------------------------ collectives in compiled HLO (chapter 3)
+
+#: HLO collective ops, as `scalebook.collectives.KINDS` names them.
+HLO_COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
+
+#: What XLA on CPU compiles instead of a collective the book (and a TPU) would use, found on 8
+#: simulated CPU devices with jax 0.10.2 (PITFALLS 14): a ReduceScatter becomes an AllReduce of
+#: the same array V followed by a local dynamic-slice (each device keeps its block).
+CPU_EQUIVALENTS = {"reduce-scatter": "all-reduce"}
+
+#: With a fully replicated output, XLA on CPU turns a collective over the minor mesh axes only
+#: into one over all mesh axes of the same V (see `expected_on_cpu`).
+SPREAD_OVER_REPLICATED_MAJOR_AXIS = True
+
+_HLO_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8, "s32": 4, "u32": 4, "s8": 1, "u8": 1, "pred": 1,
+              "s64": 8, "u64": 8, "s16": 2, "u16": 2, "f8e4m3fn": 1, "f8e5m2": 1}
+_JNP_DTYPE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "int8": "int8"}
+
+
+@dataclass(frozen=True)
+class HloCollective:
+    """One collective read from compiled HLO (chapter 3 compares these with `sharding.plan`).
+
+    `axes`: the mesh axes its replica groups span, in mesh order. `array_bytes` is V in the
+    convention of `scalebook.collectives` (an AllGather's output, a ReduceScatter's input, an
+    AllReduce's operand, all N shards of an AllToAll or permute), computed from the HLO shapes;
+    `bytes_per_device` is what each device sends by the same formulas (V(N-1)/N for AllGather).
+    """
+
+    kind: str
+    axes: tuple[str, ...]
+    group_size: int
+    shape: str
+    array_bytes: float
+    bytes_per_device: float
+
+    def __repr__(self) -> str:
+        from .units import format_quantity as f
+
+        return (f"HloCollective({self.kind} over {''.join(self.axes) or '-'} (N={self.group_size}): {self.shape}, "
+                f"V={f(self.array_bytes, 'B')}, {f(self.bytes_per_device, 'B')} sent per device)")
+
+
+def sent_bytes_per_device(kind: str, array_bytes: float, group_size: int) -> float:
+    """Bytes each device sends in collective `kind` of a V-byte array over N devices (chapter 3)."""
+    v, n = float(array_bytes), int(group_size)
+    if n <= 1:
+        return 0.0
+    return {"all-gather": v * (n - 1) / n, "reduce-scatter": v * (n - 1) / n, "all-reduce": 2 * v * (n - 1) / n,
+            "all-to-all": v * (n - 1) / (n * n), "collective-permute": v / n}[kind]
+
+
+def _shape_bytes(text: str) -> tuple[float, str]:
+    """Bytes of an HLO shape such as 'f32[64,128]{1,0}' or a tuple '(f32[8], f32[8])'."""
+    import re
+
+    total, shapes = 0.0, []
+    for dt, dims in re.findall(r"\b([a-z]+[0-9]*[a-z0-9]*)\[([0-9,]*)\]", text):
+        if dt not in _HLO_BYTES:
+            raise Error(f"unknown HLO element type {dt!r} in {text!r}")
+        n = 1
+        for d in filter(None, dims.split(",")):
+            n *= int(d)
+        total += n * _HLO_BYTES[dt]
+        shapes.append(f"{dt}[{dims}]")
+    return total, ", ".join(shapes)
+
+
+def parse_replica_groups(text: str, num_devices: int) -> list[list[int]]:
+    """Device groups of an HLO `replica_groups=` value, in any of its three printed forms.
+
+    Explicit `{{0,1},{2,3}}` (`{}`: all devices); iota `[2,4]<=[4,2]T(1,0)` (arange(N) reshaped
+    to [4,2], transposed by (1,0), then read as 2 groups of 4); mesh form
+    `mesh['axis_0'=4,'axis_1'=2] {'axis_0'}` (devices laid out row-major over the listed axes;
+    a group is every device that differs only along the braced axes). PITFALLS 14.
+    """
+    import re
+
+    import numpy as np
+
+    t = text.strip()
+    if t.startswith("mesh["):
+        m = re.match(r"mesh\[(.*?)\]\s*\{(.*?)\}", t)
+        if not m:
+            raise Error(f"cannot read mesh-form replica groups {t!r}")
+        names, sizes = [], []
+        for item in m.group(1).split(","):
+            km = re.match(r"\s*'([^']+)'\s*=\s*(\d+)\s*$", item)
+            if not km:
+                raise Error(f"cannot read mesh axis {item!r} in replica groups {t!r}")
+            names.append(km.group(1))
+            sizes.append(int(km.group(2)))
+        chosen = re.findall(r"'([^']+)'", m.group(2))
+        if any(c not in names for c in chosen):
+            raise Error(f"replica groups {t!r} name an axis that is not in their mesh (sub-axes are not supported)")
+        ids = np.arange(int(np.prod(sizes))).reshape(sizes)
+        keep = [i for i, n in enumerate(names) if n not in chosen] + [names.index(c) for c in chosen]
+        g = int(np.prod([sizes[names.index(c)] for c in chosen])) if chosen else 1
+        return ids.transpose(keep).reshape(-1, g).tolist()
+    m = re.match(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", t)
+    if m:
+        groups, size = int(m.group(1)), int(m.group(2))
+        dims = [int(x) for x in m.group(3).split(",")]
+        ids = np.arange(int(np.prod(dims))).reshape(dims)
+        if m.group(4):
+            ids = ids.transpose([int(x) for x in m.group(4).split(",")])
+        return ids.reshape(groups, size).tolist()
+    if t.startswith("{"):
+        inner = re.findall(r"\{([\d,\s]*)\}", t[1:-1]) if t != "{}" else []
+        groups = [[int(x) for x in g.split(",") if x.strip()] for g in inner]
+        return groups or [list(range(num_devices))]
+    raise Error(f"cannot read replica groups {t!r}; expected {{{{0,1}},...}}, [2,4]<=[8] or mesh[...] {{...}}")
+
+
+def group_axes(groups: "list[list[int]]", mesh_shape: "dict[str, int]") -> tuple[str, ...]:
+    """The mesh axes a set of device groups spans (device p sits at unravel_index(p, mesh shape)).
+
+    Raises `Error` if the groups are not whole mesh axes (e.g. strided or partial subgroups).
+    """
+    import numpy as np
+
+    names, sizes = list(mesh_shape), list(mesh_shape.values())
+    found: "tuple[str, ...] | None" = None
+    for g in groups:
+        coords = np.array(np.unravel_index(np.array(g), sizes)).T
+        axes = tuple(n for i, n in enumerate(names) if len(set(coords[:, i])) > 1)
+        n = int(np.prod([mesh_shape[a] for a in axes])) if axes else 1
+        if len(set(g)) != len(g) or len(g) != n or (found is not None and axes != found):
+            raise Error(f"replica groups {groups} do not span whole axes of the mesh {mesh_shape}")
+        found = axes
+    return found or ()
+
+
+def _pairs_axes(text: str, mesh_shape: "dict[str, int]") -> tuple[str, ...]:
+    import re
+
+    import numpy as np
+
+    names, sizes = list(mesh_shape), list(mesh_shape.values())
+    axes = set()
+    for a, b in re.findall(r"\{(\d+),(\d+)\}", text):
+        ca, cb = np.unravel_index(int(a), sizes), np.unravel_index(int(b), sizes)
+        axes |= {names[i] for i in range(len(names)) if ca[i] != cb[i]}
+    return tuple(n for n in names if n in axes)
+
+
+def collectives_in_hlo(hlo: str, mesh_shape: "dict[str, int]") -> tuple[HloCollective, ...]:
+    """Every collective in compiled HLO text, in program order, with its mesh axes and bytes.
+
+    `mesh_shape` is the mesh the program was compiled for, e.g. {"X": 4, "Y": 2}. Async pairs
+    (`all-gather-start`/`-done`) count once. Chapter 3 uses this to check `sharding.plan`.
+    """
+    import math
+    import re
+
+    n_dev = math.prod(mesh_shape.values())
+    op = re.compile(r"=\s*(.*?)\s+(" + "|".join(HLO_COLLECTIVES) + r")(-start)?\(")
+    found = []
+    for line in hlo.splitlines():
+        m = op.search(line)
+        if not m:
+            continue
+        kind = m.group(2)
+        out_bytes, shape = _shape_bytes(m.group(1))
+        if m.group(3) and kind in ("all-gather", "collective-permute", "all-to-all"):
+            # async start ops return (operand, output[, ...]) tuples: keep the output
+            parts = re.findall(r"[a-z]+[0-9]*[a-z0-9]*\[[0-9,]*\]", m.group(1))
+            out_bytes, shape = _shape_bytes(parts[1] if len(parts) > 1 else parts[0])
+        if kind == "collective-permute":
+            pm = re.search(r"source_target_pairs=(\{(?:\{\d+,\d+\},?)*\})", line)
+            axes = _pairs_axes(pm.group(1) if pm else "", mesh_shape)
+        else:
+            gm = re.search(r"replica_groups=(mesh\[.*?\]\s*\{.*?\}|\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?|\{(?:\{[\d,\s]*\},?)*\})",
+                           line)
+            groups = parse_replica_groups(gm.group(1) if gm else "{}", n_dev)
+            axes = group_axes(groups, mesh_shape)
+        n = math.prod(mesh_shape[a] for a in axes) if axes else 1
+        v = out_bytes * n if kind in ("reduce-scatter", "all-to-all", "collective-permute") else out_bytes
+        found.append(HloCollective(kind=kind, axes=axes, group_size=n, shape=shape, array_bytes=v,
+                                   bytes_per_device=sent_bytes_per_device(kind, v, n)))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class CompiledMatmul:
+    """A sharded matmul compiled by XLA and the collectives it contains (chapter 3)."""
+
+    spec: str
+    mesh_shape: "dict[str, int]"
+    collectives: "tuple[HloCollective, ...]"
+    dynamic_slice: bool  # whether the partitioned program cuts local blocks out of a larger array
+    hlo: str
+
+    def __repr__(self) -> str:
+        body = "; ".join(repr(c) for c in self.collectives) or "no collectives"
+        return f"CompiledMatmul({self.spec}: {body})"
+
+
+def _partition_spec(op):
+    from jax.sharding import PartitionSpec
+
+    return PartitionSpec(*[None if not ax else (ax[0] if len(ax) == 1 else tuple(ax)) for ax in op.axes])
+
+
+def compile_matmul(spec: Any, *, mesh: "dict[str, int]", dims: "dict[str, int]", dtype: str = "fp32") -> CompiledMatmul:
+    """Compile `spec` (e.g. 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]') with jax.jit and NamedSharding.
+
+    Needs enough devices (`use_cpu_devices(8)` first on CPU). Inputs are sharded as the spec says;
+    the output as its `->` part says, else as XLA chooses. Use fp32 for cross-checks: CPU computes
+    bf16 dots in f32, so its collectives would carry twice the bytes (PITFALLS 14). The
+    collectives are read from the optimized HLO by `collectives_in_hlo`.
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+
+    from . import sharding as _sharding
+    from .units import canonical_dtype
+
+    s = _sharding.parse(spec) if isinstance(spec, str) else spec
+    _sharding._check(s, mesh, dims)
+    dt = canonical_dtype(dtype)
+    if dt not in _JNP_DTYPE:
+        raise Error(f"cannot compile a matmul in {dtype}; valid: {', '.join(_JNP_DTYPE)}")
+    m = globals()["mesh"](dict(mesh))
+    letters = {d: chr(ord("a") + i) for i, d in enumerate(dict.fromkeys(s.lhs.dims + s.rhs.dims))}
+    out_dims = s.out.dims if s.out is not None else s.free
+    eq = (f"{''.join(letters[d] for d in s.lhs.dims)},{''.join(letters[d] for d in s.rhs.dims)}"
+          f"->{''.join(letters[d] for d in out_dims)}")
+    out_sharding = NamedSharding(m, _partition_spec(s.out)) if s.out is not None else None
+    fn = jax.jit(lambda x, y: jnp.einsum(eq, x, y),
+                 in_shardings=(NamedSharding(m, _partition_spec(s.lhs)), NamedSharding(m, _partition_spec(s.rhs))),
+                 out_shardings=out_sharding)
+    args = [jax.ShapeDtypeStruct(tuple(dims[d] for d in op.dims), jnp.dtype(_JNP_DTYPE[dt])) for op in (s.lhs, s.rhs)]
+    text = fn.lower(*args).compile().as_text()
+    return CompiledMatmul(spec=str(s), mesh_shape=dict(mesh), collectives=collectives_in_hlo(text, dict(mesh)),
+                          dynamic_slice="dynamic-slice" in text, hlo=text)
+
+
+def expected_on_cpu(plan: Any) -> "tuple[tuple[str, tuple[str, ...], float, float], ...]":
+    """The collectives of a `sharding.Plan` as CPU XLA compiles them: (kind, axes, V, bytes sent).
+
+    Two equivalent decompositions that XLA on CPU picks (PITFALLS 14), applied here by name:
+
+    - `CPU_EQUIVALENTS`: a ReduceScatter appears as an AllReduce of the same V (whose devices each
+      send twice the bytes) followed by a dynamic-slice.
+    - `SPREAD_OVER_REPLICATED_MAJOR_AXIS`: when the output is fully replicated, a collective over
+      minor mesh axes only (Y of an X-by-Y mesh) spans every mesh axis, with the same V: XLA first
+      slices the copies that are replicated along X, so that all devices share the work.
+
+    Axes are put in mesh order.
+    """
+    out = []
+    spread = SPREAD_OVER_REPLICATED_MAJOR_AXIS and plan.spec.out is not None and not any(plan.spec.out.axes)
+    major = next(iter(plan.mesh))
+    for s in plan.collectives:
+        kind = CPU_EQUIVALENTS.get(s.kind, s.kind)
+        axes = tuple(a for a in plan.mesh if a in s.axes)
+        if spread and major not in axes:
+            axes = tuple(plan.mesh)
+        n = 1
+        for a in axes:
+            n *= plan.mesh[a]
+        out.append((kind, axes, s.array_bytes, sent_bytes_per_device(kind, s.array_bytes, n)))
+    return tuple(out)
+
+
+def signature(compiled: CompiledMatmul) -> "tuple[tuple[str, tuple[str, ...], float, float], ...]":
+    """(kind, axes, V, bytes sent per device) of each collective XLA compiled, for comparing with
+    `expected_on_cpu(plan)`."""
+    return tuple((c.kind, c.axes, c.array_bytes, c.bytes_per_device) for c in compiled.collectives)
+
+
+def xla_choice(plan: Any) -> Any:
+    """Which of `plan` and its `alternatives` XLA's SPMD partitioner compiles (jax 0.10.2, CPU).
+
+    The one with the fewest collected bytes (`Plan.cheapest`: e.g. for A[I_Y, J_X] @ B[J, K] it
+    slices B and AllReduces C when C is smaller than A[I_Y, J], else it AllGathers A; ties go to
+    the AllGather) -- except that when the output is fully replicated it never slices an input
+    to multiply partial sums: it AllGathers the operands (the book's case 2). Chapter 3.
+    """
+    out = plan.spec.out
+    candidates = (plan,) + tuple(plan.alternatives)
+    if out is not None and not any(out.axes):
+        names = (plan.spec.lhs.name, plan.spec.rhs.name)
+        kept = tuple(p for p in candidates if not any(s.kind == "slice" and s.operand in names for s in p.steps))
+        candidates = kept or candidates
+    return min(candidates, key=lambda p: p.comm_array_bytes)

@@ -4,3 +4,8 @@ One submodule per chapter topic; every function returns the matplotlib `Figure` 
 takes an optional `ax` to draw into.
 """
 from __future__ import annotations
+
+from .rooflines import *  # noqa: F401,F403  (chapter 1)
+from .accelerators import *  # noqa: F401,F403  (chapter 2)
+from .transformers import *  # noqa: F401,F403  (chapter 4)
+from .collectives import *  # noqa: F401,F403  (chapter 3)

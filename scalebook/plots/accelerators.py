@@ -342,7 +342,7 @@ def bandwidth_tiers(names: Sequence[str] = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "tp
                 ax.text(x, ymin * 1.3, "n/a", rotation=90, ha="center", va="bottom", fontsize=7, color="#777777")
                 continue
             ax.bar(x, v, width, color=colors[k], label=tier if i == 0 or tier not in ax.get_legend_handles_labels()[1] else None)
-            ax.text(x, v * 1.15, units.format_quantity(v, "B/s", 2),
+            ax.text(x, v * 1.15, units.format_quantity(v, "B/s"),
                     rotation=90, ha="center", va="bottom", fontsize=6)
     ax.set_yscale("log")
     ax.set_ylim(ymin, 1e14)
@@ -392,7 +392,7 @@ def gpu_node(gpu: str = "h100", ax=None):
             ax.plot([x, s], [0.25, 1.55], color="#76b900", lw=0.8, alpha=0.7, zorder=1)
         ax.plot([x, x], [-0.25, -1.0], color="#1f77b4", lw=1.0, zorder=1)
     for i, x in enumerate(gx):
-        box(x, 0, 0.8, 0.5, f"GPU {i}\nHBM {units.format_quantity(c.hbm_bytes, 'B', 3)}", "#dff0c0")
+        box(x, 0, 0.8, 0.5, f"GPU {i}\n{units.format_quantity(c.hbm_bytes, 'B')}", "#dff0c0")
         box(x, -1.2, 0.7, 0.35, "NIC", "#cfe2f3")
     for k, s in enumerate(sx):
         box(s, 1.8, 1.1, 0.45, f"NVSwitch {k}", "#b7d77a")
@@ -403,7 +403,7 @@ def gpu_node(gpu: str = "h100", ax=None):
             f"{units.format_quantity(c.node_egress_bytes_per_s, 'B/s')} out of the node "
             f"({units.format_quantity(c.dcn_bytes_per_s, 'B/s')} per GPU)", ha="center", va="top", fontsize=8)
     ax.text((gpus - 1) / 2, 2.3, f"NVLink: {units.format_quantity(c.ici_one_way_bytes_per_s, 'B/s')} out of each "
-            f"GPU (one direction), spread over {switches} switches; any GPU reaches any other in one switch hop",
+            f"GPU (one direction), spread over {switches} switches;\nany GPU reaches any other through one switch",
             ha="center", va="bottom", fontsize=8)
     ax.set_xlim(-0.7, gpus - 0.3)
     ax.set_ylim(-2.3, 2.7)
@@ -422,17 +422,17 @@ def fat_tree(ax=None):
 
     pod = load("hardware_specs")["gpu_networking"]["dgx_h100_superpod_1024"]
     fig, ax = _ax(ax, (7, 4.2))
-    levels = {"spine": (3.0, 6, pod["spine_switches"]), "leaf": (1.6, 8, pod["leaf_switches"]),
-              "node": (0.0, 12, pod["nodes"])}
+    levels = {"spine": (3.0, 4, pod["spine_switches"]), "leaf": (1.6, 4, pod["leaf_switches"]),
+              "node": (0.0, 8, pod["nodes"])}
     xs = {}
     for name, (y, shown, _) in levels.items():
-        xs[name] = [(k + 0.5) * 12 / shown for k in range(shown)]
+        xs[name] = [(k + 0.5) * 8 / shown for k in range(shown)]
     for a in xs["leaf"]:
         for b in xs["spine"]:
             ax.plot([a, b], [1.6, 3.0], color="#9467bd", lw=0.6, alpha=0.6)
     su = len(xs["node"]) // 2
     for k, a in enumerate(xs["node"]):
-        leaves = xs["leaf"][:4] if k < su else xs["leaf"][4:]
+        leaves = xs["leaf"][:2] if k < su else xs["leaf"][2:]
         for b in leaves:
             ax.plot([a, b], [0.0, 1.6], color="#1f77b4", lw=0.5, alpha=0.6)
     colors = {"spine": "#c5b0d5", "leaf": "#aec7e8", "node": "#dff0c0"}
@@ -441,16 +441,16 @@ def fat_tree(ax=None):
         for x in xs[name]:
             ax.add_patch(FancyBboxPatch((x - w / 2, y - 0.18), w, 0.36, boxstyle="round,pad=0.02",
                                         facecolor=colors[name], edgecolor="black", lw=0.6, zorder=3))
-            ax.text(x, y, {"spine": "S", "leaf": "L", "node": "8 GPU"}[name], ha="center", va="center",
+            ax.text(x, y, {"spine": "spine", "leaf": "leaf", "node": "node"}[name], ha="center", va="center",
                     fontsize=6, zorder=4)
-        label = {"spine": f"{count} spine switches", "leaf": f"{count} leaf switches "
+        label = {"spine": f"{count} spine switches", "leaf": f"{count} leaf switches\n"
                  f"({pod['leaf_switches_per_su']} per unit of {pod['nodes_per_su']} nodes)",
-                 "node": f"{count} nodes = {pod['gpus']} GPUs"}[name]
-        ax.text(12.3, y, label, va="center", fontsize=8)
-    ax.text(6, -0.6, f"each unit of {pod['nodes_per_su']} nodes hangs off its own leaf switches; every leaf "
-            "reaches every spine, so any two nodes have full bandwidth between them", ha="center",
+                 "node": f"{count} nodes of 8 GPUs\n= {pod['gpus']} GPUs"}[name]
+        ax.text(8.3, y, label, va="center", fontsize=8)
+    ax.text(4, -0.4, f"each unit of {pod['nodes_per_su']} nodes has its own leaf switches; every leaf\n"
+            "reaches every spine, so any two nodes get the full bandwidth of their NICs", ha="center",
             va="top", fontsize=8)
-    ax.set_xlim(-0.2, 17.5)
+    ax.set_xlim(-0.2, 11.5)
     ax.set_ylim(-1.0, 3.5)
     ax.set_axis_off()
     ax.set_title("Scale-out: a fat tree of InfiniBand switches (a few of each drawn)", fontsize=10)
@@ -462,8 +462,8 @@ def gpu_cluster(gpu: str = "h100", fig=None):
     import matplotlib.pyplot as plt
 
     if fig is None:
-        fig = plt.figure(figsize=(14, 4.4))
-    a1, a2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.1]})
+        fig = plt.figure(figsize=(8, 8.4))
+    a1, a2 = fig.subplots(2, 1)
     gpu_node(gpu, ax=a1)
     fat_tree(ax=a2)
     fig.tight_layout()

@@ -1,0 +1,83 @@
+"""Answer keys of chapter 1's problems (exercises/01-rooflines.md): rooflines on one or two chips.
+
+Each key is computed by `scalebook.roofline` from the named inputs of its problem; the tests in
+tests/test_exercises_ch01.py check each one against a hand derivation from the spec figures.
+"""
+from __future__ import annotations
+
+from ... import hardware, roofline, units
+from ..problem import problem
+
+_TWO = "off by a factor of 2: 2 FLOPs per multiply-add, or 2 bytes per bf16 number?"
+
+
+@problem("1.1", title="Reading every weight once", unit="ms", chip="h100", params=13e9, dtype="bf16",
+         slips={2: _TWO})
+def weights_stream_ms(chip, params, dtype):
+    r = roofline.op(chip, flops=0, hbm_bytes=params * units.dtype_bytes(dtype))
+    return r.memory_seconds * 1e3
+
+
+@problem("1.2", title="Critical batch of an H200", unit="token", chip="h200", dtype="bf16")
+def critical_batch_h200(chip, dtype):
+    return roofline.critical_batch(chip, dtype)
+
+
+@problem("1.3", title="A projection on a TPU v6e", unit="us", chip="tpu-v6e", batch=512, d_model=4096,
+         d_ff=14336, dtype="bf16", slips={2: _TWO})
+def projection_us(chip, batch, d_model, d_ff, dtype):
+    return roofline.matmul(chip, batch=batch, d_model=d_model, d_ff=d_ff, dtype=dtype).lower_seconds * 1e6
+
+
+@problem("1.4", title="int8 weights on a TPU v5p", unit="token", chip="tpu-v5p", dtype="bf16",
+         weight_dtype="int8",
+         slips={2: "off by a factor of 2: int8 weights halve the bytes, but the matmul still runs at the bf16 peak"})
+def int8_weights_v5p(chip, dtype, weight_dtype):
+    return roofline.critical_batch(chip, dtype, weight_dtype)
+
+
+@problem("1.5", title="fp8 on both sides on a B200", unit="token", chip="b200", dtype="fp8",
+         slips={2: "off by a factor of 2: fp8 x fp8 halves the bytes and doubles the peak; did you change only one?"})
+def fp8_b200(chip, dtype):
+    return roofline.critical_batch(chip, dtype)
+
+
+@problem("1.6", title="Splitting a matmul over two TPU v5p chips", unit="", chip="tpu-v5p", dtype="bf16",
+         slips={2: "off by a factor of 2: each chip does half the FLOPs, and the partial sum crosses "
+                   "one link in one direction (one-way bandwidth)"})
+def split_min_d_model(chip, dtype):
+    # Per chip: compute 2 B (D/2) F / peak = B D F / peak; send the [B, F] partial sum, B F b
+    # bytes (b per element), over one link in one direction at W bytes/s: B F b / W.
+    # Equal when D = b peak / W (2 peak / W in bf16), whatever B and F are.
+    c = hardware.chip(chip)
+    b = units.dtype_bytes(dtype)
+    return b * c.peak_flops_per_s(c.compute_dtype(dtype)) / c.ici_one_way_bytes_per_s
+
+
+@problem("1.7", title="What overlap buys", unit="ms", chip="tpu-v5e", flops=3.0e12, hbm_bytes=12e9,
+         comm_bytes=0.9e9)
+def overlap_savings_ms(chip, flops, hbm_bytes, comm_bytes):
+    r = roofline.op(chip, flops=flops, hbm_bytes=hbm_bytes, comm_bytes=comm_bytes, comm_link="ici")
+    return (r.upper_seconds - r.lower_seconds) * 1e3
+
+
+@problem("1.8", title="A residual add", unit="us", chip="tpu-v6e", rows=4096, cols=8192, dtype="bf16",
+         slips={1.5: "off by 1.5x: an add reads two tensors and writes a third, three tensors in all"})
+def residual_add_us(chip, rows, cols, dtype):
+    n = rows * cols
+    r = roofline.op(chip, flops=n, hbm_bytes=3 * n * units.dtype_bytes(dtype))
+    return r.lower_seconds * 1e6
+
+
+@problem("1.9", title="A dot product on an A100", unit="FLOP/s", chip="a100", length=5e8, dtype="fp32",
+         slips={2: "off by a factor of 2: a dot product does a multiply and an add per element"})
+def dot_product_flops_per_s(chip, length, dtype):
+    b = units.dtype_bytes(dtype)
+    intensity = roofline.arithmetic_intensity(2 * length, 2 * length * b)
+    return intensity * hardware.chip(chip).hbm_bytes_per_s
+
+
+@problem("1.10", title="Global batch of a data-parallel run", unit="token", chip="tpu-v5e", chips=256,
+         dtype="bf16", n_chips=256)
+def global_batch(chip, dtype, n_chips):
+    return n_chips * roofline.critical_batch(chip, dtype)

@@ -1,0 +1,94 @@
+"""Problems of chapter 3 (Sharded matrices and collectives): keys from `collectives` and `topology`."""
+from __future__ import annotations
+
+from ... import collectives, topology, units
+from ...hardware import chip
+from ..problem import problem
+
+_MS, _US = 1e-3, 1e-6
+
+
+@problem("3.1", title="Gathering an activation along one axis", unit="ms", chips=16,
+         rows=8192, cols=16384, dtype="bf16", chip_name="tpu-v5e", shape="16x16", axis="X",
+         hint="V is the gathered array's bytes; on a ring with a wraparound T = V / W_bidi, whatever the axis size")
+def allgather_one_axis(rows, cols, dtype, chip_name, shape, axis):
+    v = rows * cols * units.dtype_bytes(dtype)
+    return collectives.all_gather(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS
+
+
+@problem("3.2", title="Summing gradients with an AllReduce", unit="ms", chips=16,
+         params=0.5e9, dtype="bf16", chip_name="tpu-v5e", shape="16x16", axis="Y",
+         slips={2: "off by 2: an AllReduce is a ReduceScatter followed by an AllGather, each costing V / W"},
+         hint="AllReduce = ReduceScatter + AllGather")
+def allreduce_gradients(params, dtype, chip_name, shape, axis):
+    v = params * units.dtype_bytes(dtype)
+    return collectives.all_reduce(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS
+
+
+@problem("3.3", title="Where latency stops mattering", unit="kB",
+         chip_name="tpu-v5e", shape="16x16", axis="X",
+         hint="set V / W equal to (hops x 1 us); a ring of N with a wraparound needs N // 2 hops")
+def latency_crossover(chip_name, shape, axis):
+    topo = topology.slice(chip_name, shape)
+    one = collectives.all_gather(topo, axes=axis, bytes_=1.0)  # 1 byte: bandwidth time per byte
+    return one.latency_seconds / one.bandwidth_seconds / 1e3
+
+
+@problem("3.4", title="When a contracting-dim AllReduce hides behind compute", unit="",
+         chip_name="tpu-v5e", shape="16x16", axis="X", batch=8192, d_ff=8192, dtype="bf16",
+         slips={2: "off by 2: count 2 FLOPs per multiply-add and the AllReduce as 2V / W"},
+         hint="compute 2BDF / (N x peak) against AllReduce 2 x (2BF bytes) / W; B and F cancel")
+def comm_compute_balance(chip_name, shape, axis, batch, d_ff, dtype):
+    topo = topology.slice(chip_name, shape)
+    n = topo.axis(axis).size
+    comm = collectives.all_reduce(topo, axes=axis, bytes_=batch * d_ff * units.dtype_bytes(dtype)).seconds
+    peak = chip(chip_name).peak_flops_per_s(dtype)
+    # compute(D) = 2 * batch * D * d_ff / (n * peak) equals comm at:
+    return comm * n * peak / (2 * batch * d_ff)
+
+
+@problem("3.5", title="Routing tokens with an AllToAll", unit="ms", chips=16,
+         bytes_=2e9, chip_name="tpu-v5e", shape="16x16", axis="X",
+         slips={4: "off by 4: on a bidirectional ring an AllToAll costs a quarter of an AllGather of the same array",
+                2: "off by 2: each shard travels a quarter of the ring on average, both directions at once"},
+         hint="AllToAll ~ V / (4 W) on a ring with a wraparound")
+def alltoall_tokens(bytes_, chip_name, shape, axis):
+    return collectives.all_to_all(topology.slice(chip_name, shape), axes=axis, bytes_=bytes_).seconds / _MS
+
+
+@problem("3.6", title="Gathering weights over both axes of a pod", unit="us", chips=256,
+         d_model=4096, d_ff=16384, dtype="bf16", chip_name="tpu-v5e", shape="16x16", axes=("X", "Y"),
+         slips={2: "off by 2: gathering over two axes uses the links of both, so it runs twice as fast as one axis"},
+         hint="over k equal axes, T = V / (k W)")
+def allgather_two_axes(d_model, d_ff, dtype, chip_name, shape, axes):
+    v = d_model * d_ff * units.dtype_bytes(dtype)
+    return collectives.all_gather(topology.slice(chip_name, shape), axes=axes, bytes_=v).seconds / _US
+
+
+@problem("3.7", title="AllReduce inside an H100 node", unit="ms", chips=8,
+         params=0.7e9, dtype="bf16", chip_name="h100",
+         slips={8 / 7: "off by 8/7: each GPU sends (N - 1)/N of the array, not all of it",
+                2: "off by 2: an AllReduce moves twice what an AllGather does"},
+         hint="NVSwitch node: AllReduce = 2 V (N - 1) / (N W), W = one GPU's NVLink egress")
+def gpu_node_allreduce(params, dtype, chip_name):
+    v = params * units.dtype_bytes(dtype)
+    return collectives.all_reduce(topology.gpu_node(chip_name), axes="X", bytes_=v).seconds / _MS
+
+
+@problem("3.8", title="What each device receives in an AllGather", unit="MB", chips=4,
+         rows=2048, cols=1024, dtype="fp32", mesh_axis_size=4,
+         slips={4 / 3: "off by 4/3: each device already holds its own shard, so it receives (N - 1)/N of the array"},
+         hint="bytes received = V (N - 1) / N")
+def allgather_bytes_per_device(rows, cols, dtype, mesh_axis_size):
+    v = rows * cols * units.dtype_bytes(dtype)
+    topo = topology.slice("tpu-v5e", f"{mesh_axis_size}")
+    return collectives.all_gather(topo, axes="X", bytes_=v).bytes_per_device / 1e6
+
+
+@problem("3.9", title="The same AllGather without a wraparound", unit="ms", chips=8,
+         rows=8192, cols=16384, dtype="bf16", chip_name="tpu-v5e", shape="8x16", axis="X",
+         slips={2: "off by 2: the 8-long axis of a v5e 8x16 has no wraparound, so only one-way bandwidth is usable"},
+         hint="without a wraparound, W is about the one-way link bandwidth")
+def allgather_no_wrap(rows, cols, dtype, chip_name, shape, axis):
+    v = rows * cols * units.dtype_bytes(dtype)
+    return collectives.all_gather(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS

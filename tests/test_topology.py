@@ -1,0 +1,116 @@
+"""scalebook.topology: TPU slices, multislice, GPU nodes and clusters, chips_to_hold."""
+import pytest
+from hypothesis import given, strategies as st
+
+from scalebook import Error, chip, topology
+
+
+def test_v5e_8x16_slice_has_128_chips_on_16_hosts():
+    t = topology.slice("tpu-v5e", "8x16")
+    assert t.axis_sizes == {"X": 8, "Y": 16}
+    assert (t.num_chips, t.num_hosts) == (128, 16)
+
+
+def test_v5e_wraps_around_only_along_axes_of_16():
+    assert topology.slice("tpu-v5e", "8x16").wraparound == {"X": False, "Y": True}
+    assert topology.slice("tpu-v5e", "16x16").wraparound == {"X": True, "Y": True}
+    assert topology.slice("tpu-v6e", "4x4").wraparound == {"X": False, "Y": False}
+
+
+def test_v5p_wraps_around_only_in_full_4x4x4_cubes():
+    assert all(topology.slice("tpu-v5p", "4x4x8").wraparound.values())
+    assert not any(topology.slice("tpu-v5p", "2x4x4").wraparound.values())
+    assert not any(topology.slice("tpu-v4p", "4x4").wraparound.values())
+
+
+def test_axis_with_wraparound_carries_bidi_ici_and_without_one_way():
+    t = topology.slice("tpu-v5e", "8x16")
+    c = chip("tpu-v5e")
+    assert t.axis("Y").bytes_per_s == c.ici_bidi_bytes_per_s
+    assert t.axis("X").bytes_per_s == c.ici_one_way_bytes_per_s
+
+
+def test_slice_accepts_1d_shapes_and_custom_names():
+    t = topology.slice("tpu-v5p", "8", names=["data"])
+    assert t.axis_sizes == {"data": 8}
+
+
+@pytest.mark.parametrize("shape, token", [("8x1a", "1a"), ("8xx16", "''"), ("0x4", "0"), ("-4x4", "-4")])
+def test_bad_slice_string_names_the_bad_token(shape, token):
+    with pytest.raises(Error, match=token):
+        topology.slice("tpu-v5e", shape)
+
+
+def test_slice_with_more_dimensions_than_the_torus_is_refused():
+    with pytest.raises(Error, match="2D torus"):
+        topology.slice("tpu-v5e", "4x4x4")
+
+
+def test_slice_larger_than_the_pod_is_refused():
+    with pytest.raises(Error, match="16x16"):
+        topology.slice("tpu-v5e", "32x16")
+
+
+def test_slice_of_a_gpu_is_refused_with_the_gpu_constructors_named():
+    with pytest.raises(Error, match="gpu_node"):
+        topology.slice("h100", "8")
+
+
+def test_multislice_adds_a_dcn_axis_at_the_per_chip_dcn_bandwidth():
+    t = topology.multislice("tpu-v5p", "4x4x4", slices=4)
+    assert t.names == ("X", "Y", "Z", "D")
+    assert t.axis("D").link == "dcn"
+    assert t.axis("D").bytes_per_s == chip("tpu-v5p").dcn_bytes_per_s == 6.25e9
+    assert t.num_chips == 256
+
+
+def test_h100_node_is_an_8_gpu_nvlink_domain_at_450_gb_s():
+    t = topology.gpu_node("h100")
+    assert t.axis_sizes == {"X": 8}
+    assert t.axis("X").bytes_per_s == 450e9
+
+
+def test_gb200_nvlink_domain_has_72_gpus():
+    assert topology.gpu_node("gb200").num_chips == 72
+
+
+def test_superpod_cluster_has_node_leaf_and_spine_axes():
+    t = topology.gpu_cluster("h100", nodes=128)
+    assert t.axis_sizes == {"X": 8, "Y": 32, "Z": 4}
+    assert t.num_chips == 1024
+    assert t.axis("Y").bytes_per_s * 8 == pytest.approx(400e9)  # node egress over InfiniBand
+
+
+def test_cluster_with_partial_leaves_is_refused():
+    with pytest.raises(Error, match="32"):
+        topology.gpu_cluster("h100", nodes=40)
+
+
+def test_for_mesh_puts_inner_gpu_axes_in_nvlink_and_outer_on_infiniband():
+    t = topology.for_mesh("h100", {"D": 4, "T": 8})
+    assert (t.axis("T").link, t.axis("D").link) == ("nvlink", "infiniband")
+
+
+def test_for_mesh_refuses_a_gpu_axis_straddling_the_node():
+    with pytest.raises(Error, match="straddles"):
+        topology.for_mesh("h100", {"X": 4, "Y": 4})
+
+
+def test_chips_to_hold_rounds_up_hbm():
+    assert topology.chips_to_hold(16e9, "tpu-v5e") == 1
+    assert topology.chips_to_hold(16e9 + 1, "tpu-v5e") == 2
+    assert topology.chips_to_hold(140e9, "h100") == 2
+
+
+def test_chips_to_hold_refuses_non_positive_bytes():
+    with pytest.raises(Error, match="bytes_"):
+        topology.chips_to_hold(0, "h100")
+
+
+@given(st.text(max_size=8))
+def test_any_bad_slice_string_raises_scalebook_error_or_gives_a_slice(text):
+    try:
+        t = topology.slice("tpu-v5p", text)
+    except Error:
+        return
+    assert t.num_chips >= 1
