@@ -535,7 +535,8 @@ def _cases(spec: MatmulSpec) -> tuple[int, ...]:
     return tuple(sorted(cases)) or (1,)
 
 
-def _check(spec: MatmulSpec, mesh: Mapping[str, int], dims: Mapping[str, int]) -> None:
+def validate(spec: MatmulSpec, mesh: Mapping[str, int], dims: Mapping[str, int]) -> None:
+    """Raise `Error` unless every dimension has a positive size, every axis is in `mesh` and divides its dimension."""
     if not isinstance(mesh, Mapping) or not mesh:
         raise Error(f"mesh must be a dict of axis name -> size, e.g. {{'X': 4, 'Y': 2}}; got {mesh!r}")
     for name, size in mesh.items():
@@ -574,7 +575,7 @@ def plan(spec: "str | MatmulSpec", *, mesh: Mapping[str, int], dims: Mapping[str
     s = parse(spec) if isinstance(spec, str) else spec
     if not isinstance(s, MatmulSpec):
         raise Error(f"spec must be a string like 'A[I_X, J] @ B[J, K_Y]', got {spec!r}")
-    _check(s, mesh, dims)
+    validate(s, mesh, dims)
     c = _chip(chip)
     topo = for_mesh(c, mesh) if topology is None else topology
     if not isinstance(topo, Topology) or topo.axis_sizes != dict(mesh):

@@ -356,11 +356,11 @@ def compile_matmul(spec: Any, *, mesh: "dict[str, int]", dims: "dict[str, int]",
     from .units import canonical_dtype
 
     s = _sharding.parse(spec) if isinstance(spec, str) else spec
-    _sharding._check(s, mesh, dims)
+    _sharding.validate(s, mesh, dims)
     dt = canonical_dtype(dtype)
     if dt not in _JNP_DTYPE:
         raise Error(f"cannot compile a matmul in {dtype}; valid: {', '.join(_JNP_DTYPE)}")
-    m = globals()["mesh"](dict(mesh))
+    m = _make_mesh(dict(mesh))
     letters = {d: chr(ord("a") + i) for i, d in enumerate(dict.fromkeys(s.lhs.dims + s.rhs.dims))}
     out_dims = s.out.dims if s.out is not None else s.free
     eq = (f"{''.join(letters[d] for d in s.lhs.dims)},{''.join(letters[d] for d in s.rhs.dims)}"
@@ -424,3 +424,6 @@ def xla_choice(plan: Any) -> Any:
         kept = tuple(p for p in candidates if not any(s.kind == "slice" and s.operand in names for s in p.steps))
         candidates = kept or candidates
     return min(candidates, key=lambda p: p.comm_array_bytes)
+
+
+_make_mesh = mesh  # compile_matmul takes a `mesh` argument that shadows the function

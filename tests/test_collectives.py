@@ -76,8 +76,8 @@ def test_gpu_alltoall_in_a_node_is_v_n_minus_1_over_n_squared_egress():
 
 
 def test_gpu_allgather_across_nodes_runs_at_node_egress():
-    c = col.all_gather(topology.gpu_cluster("h100", nodes=4), axes=["X", "Y"], bytes_=4e9)
-    assert c.bandwidth_seconds == pytest.approx(4e9 * 3 / 4 / 400e9)
+    c = col.all_gather(topology.gpu_cluster("h100", nodes=32), axes=["X", "Y"], bytes_=4e9)
+    assert c.bandwidth_seconds == pytest.approx(4e9 * 31 / 32 / 400e9)  # slower than NVLink's 7/8 V / 450 GB/s
 
 
 def test_dcn_allreduce_across_slices_uses_each_chips_dcn_share():
@@ -141,9 +141,9 @@ def test_allreduce_takes_twice_an_allgather(data, v):
     assert col.all_reduce(t, axes=axes, bytes_=v).seconds == pytest.approx(2 * col.all_gather(t, axes=axes, bytes_=v).seconds)
 
 
-@given(st.sampled_from(["tpu-v5p", "tpu-v4p"]), st.sampled_from([4, 8]), sizes)
-def test_gathering_over_two_axes_beats_one_axis_of_the_same_size(name, n, v):
-    t = topology.slice(name, f"{n}x{n}x{n * n}")  # full cubes: every axis wraps around
+@given(st.sampled_from(["tpu-v5p", "tpu-v4p", "tpu-7x"]), sizes)
+def test_gathering_over_two_axes_beats_one_axis_of_the_same_size(name, v):
+    t = topology.slice(name, "4x4x16")  # full cubes: every axis wraps around
     two = col.all_gather(t, axes=["X", "Y"], bytes_=v)
     one = col.all_gather(t, axes="Z", bytes_=v)
     assert two.seconds < one.seconds
