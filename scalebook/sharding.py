@@ -23,7 +23,7 @@ The four cases (per contracting dimension J, and per mesh axis of the free dimen
    be sharded twice along one axis); AllGather one side along that axis (the smaller one).
 
 `plan` returns the book's plan and, in `Plan.alternatives`, the other valid decompositions; XLA
-picks the one that moves the fewest bytes (`Plan.cheapest`; PITFALLS 14, chapter 3).
+picks the one whose collectives handle the fewest bytes (`Plan.cheapest`; PITFALLS 14, chapter 3).
 """
 from __future__ import annotations
 
@@ -220,8 +220,8 @@ class Plan:
 
     `seconds` adds the steps up (no overlap); `overlapped_seconds` is max(compute, comm), the
     bound when the collectives hide behind the matmul. `alternatives` are the other valid
-    decompositions, all ending in the same output sharding; `cheapest` is the one of least
-    bytes sent per device, the one XLA picks.
+    decompositions, all ending in the same output sharding; `cheapest` is the one collecting the
+    fewest bytes (summed V), the way XLA chooses (see `xla.xla_choice` for its one exception).
     """
 
     spec: MatmulSpec

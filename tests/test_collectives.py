@@ -157,3 +157,21 @@ def test_bad_input_always_raises_scalebook_error(kind, axes, bytes_):
         col.cost(kind, V5E, axes=axes, bytes_=bytes_)
     except Error:
         pass
+
+
+def test_cli_prints_collective_time_as_json(capsys):
+    import json
+
+    from scalebook import cli
+
+    assert cli.main(["collective", "AllGather", "--chip", "tpu-v5e", "--topology", "16x16", "--axes", "X",
+                     "--bytes", "1e9", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bandwidth_seconds"] == pytest.approx(1e9 / W)
+
+
+def test_cli_bad_topology_exits_2_with_one_line(capsys):
+    from scalebook import cli
+
+    assert cli.main(["collective", "AllGather", "--chip", "tpu-v5e", "--topology", "16xq", "--axes", "X",
+                     "--bytes", "1e9"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -177,3 +177,20 @@ def test_any_string_parses_or_raises_scalebook_error(text):
         sharding.parse(text)
     except Error:
         pass
+
+
+def test_cli_prints_the_plan_and_its_time(capsys):
+    from scalebook import cli
+
+    assert cli.main(["shard-matmul", "A[I, J_X] @ B[J_X, K]", "--mesh", "X=4,Y=2", "--dims", "I=1024,J=2048,K=512",
+                     "--chip", "tpu-v5e"]) == 0
+    out = capsys.readouterr().out
+    assert "AllReduce_X" in out and "total" in out
+
+
+def test_cli_bad_spec_exits_2_naming_the_token(capsys):
+    from scalebook import cli
+
+    assert cli.main(["shard-matmul", "A[I_Q, J] @ B[J, K]", "--mesh", "X=4", "--dims", "I=8,J=8,K=8",
+                     "--chip", "tpu-v5e"]) == 2
+    assert "'Q'" in capsys.readouterr().err
