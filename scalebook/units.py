@@ -35,7 +35,7 @@ _CANONICAL_DTYPE = {
 }
 
 _PREFIX = {
-    "": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+    "": 1.0, "Z": 1e21, "Y": 1e24, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
     "m": 1e-3, "u": 1e-6, "µ": 1e-6, "μ": 1e-6, "n": 1e-9, "p": 1e-12,
     "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50,
 }
@@ -165,6 +165,8 @@ def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
     mag = abs(value)
     if mag == 0:
         return f"0 {unit}"
+    if mag >= 1e21:  # beyond exa, prefixes (zetta, yotta) read worse than an exponent
+        return f"{value:.{digits - 1}e} {unit}"
     for scale, prefix in _FORMAT_PREFIXES:
         if mag >= scale * 0.9995:
             return f"{value / scale:.{digits}g} {prefix}{unit}"

@@ -44,6 +44,9 @@ def mesh(shape: "dict[str, int]", *, explicit: bool = False):
     """A `jax.sharding.Mesh` with named axes, e.g. `mesh({"X": 4, "Y": 2})`.
 
     Axes are Auto (the compiler chooses shardings of intermediates) unless `explicit`.
+    The mesh is made of the default backend's devices when there are enough of them (8 TPU
+    cores in Colab), else of the simulated CPU devices, so the book's 8-device examples also
+    run on a single-GPU runtime.
     """
     import jax
     from jax.sharding import AxisType
@@ -55,13 +58,17 @@ def mesh(shape: "dict[str, int]", *, explicit: bool = False):
     n = 1
     for size in shape.values():
         n *= size
-    if n > len(jax.devices()):
+    devices = jax.devices()
+    if n > len(devices):
+        devices = jax.devices("cpu")
+    if n > len(devices):
         raise Error(
-            f"a {'x'.join(map(str, shape.values()))} mesh needs {n} devices, jax has {len(jax.devices())}; "
+            f"a {'x'.join(map(str, shape.values()))} mesh needs {n} devices, jax has {len(devices)}; "
             f"call scalebook.xla.use_cpu_devices({n}) first"
         )
     kind = AxisType.Explicit if explicit else AxisType.Auto
-    return jax.make_mesh(tuple(shape.values()), tuple(shape.keys()), axis_types=(kind,) * len(shape))
+    return jax.make_mesh(tuple(shape.values()), tuple(shape.keys()), axis_types=(kind,) * len(shape),
+                         devices=devices[:n])
 
 
 @dataclass(frozen=True)
