@@ -22,8 +22,10 @@ The four cases (per contracting dimension J, and per mesh axis of the free dimen
 4. a mesh axis shards a free dimension of both operands: invalid as it stands (the output would
    be sharded twice along one axis); AllGather one side along that axis (the smaller one).
 
-`plan` returns the book's plan and, in `Plan.alternatives`, the other valid decompositions; XLA
-picks the one whose collectives handle the fewest bytes (`Plan.cheapest`; PITFALLS 14, chapter 3).
+`plan` returns the book's plan and, in `Plan.alternatives`, the other valid decompositions.
+XLA often, not always, picks the one whose collectives handle the fewest bytes (`Plan.cheapest`):
+on CPU it gathers A when A's other dimension is replicated, even where reducing would be cheaper
+(`xla.xla_choice`; PITFALLS 14, chapter 3).
 """
 from __future__ import annotations
 
@@ -221,7 +223,7 @@ class Plan:
     `seconds` adds the steps up (no overlap); `overlapped_seconds` is max(compute, comm), the
     bound when the collectives hide behind the matmul. `alternatives` are the other valid
     decompositions, all ending in the same output sharding; `cheapest` is the one collecting the
-    fewest bytes (summed V), the way XLA chooses (see `xla.xla_choice` for its one exception).
+    fewest bytes (summed V), which is usually but not always what XLA compiles (`xla.xla_choice`).
     """
 
     spec: MatmulSpec
@@ -267,7 +269,8 @@ class Plan:
     @property
     def cheapest(self) -> "Plan":
         """This plan or an alternative, whichever collects the fewest bytes (`comm_array_bytes`;
-        the book's plan wins ties). XLA's SPMD partitioner picks this way (PITFALLS 14)."""
+        the book's plan wins ties). XLA's SPMD partitioner often picks this one, but on CPU it
+        gathers instead when the output is replicated (`xla.xla_choice`; PITFALLS 14)."""
         return min((self,) + self.alternatives, key=lambda p: p.comm_array_bytes)
 
     def __repr__(self) -> str:
