@@ -63,3 +63,16 @@ def test_bad_input_raises_error():
         measure.run(shapes=[], copy_sizes=(), progress=False)
     with pytest.raises(Error):
         measure.matmul(0, 8, 8)
+
+
+@pytest.mark.xla
+def test_cli_measure_prints_json(monkeypatch, capsys):
+    from scalebook.cli import main
+
+    monkeypatch.setattr(measure, "default_plan",
+                        lambda platform: {"shapes": [(2, 64, 64)], "dtypes": ("fp32",), "copy_sizes": (1e5,)})
+    assert main(["measure", "--json", "--repeats", "1"]) == 0
+    out = capsys.readouterr()
+    data = json.loads(out.out)
+    assert data["platform"] == "cpu" and len(data["matmuls"]) == 1 and len(data["copies"]) == 1
+    assert out.err == ""  # no progress bar on a stderr that is not a terminal
