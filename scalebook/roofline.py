@@ -106,19 +106,24 @@ def critical_intensity(chip: "str | Chip", dtype: str = "bf16", link: str = "hbm
     """Peak FLOPs/s over a bandwidth: FLOPs an op must do per byte to be compute-bound.
 
     `link` is 'hbm' (memory roofline), 'ici' (the one-axis collective bandwidth: TPU bidi ICI,
-    GPU NVLink egress), 'dcn' or 'pcie'.
+    GPU NVLink egress), 'ici_one_way' (one direction of one link), 'dcn' or 'pcie'.
     """
     c = _chip(chip)
     return c.peak_flops_per_s(c.compute_dtype(dtype)) / link_bytes_per_s(c, link)
 
 
 def link_bytes_per_s(chip: "str | Chip", link: str) -> float:
-    """Bandwidth of one of a chip's links: 'hbm', 'ici', 'dcn' or 'pcie' (see `hardware`)."""
+    """Bandwidth of one of a chip's links: 'hbm', 'ici', 'ici_one_way', 'dcn' or 'pcie'.
+
+    'ici' is the `W` of one-axis collectives (TPU: both directions of a link; GPU: NVLink
+    egress); 'ici_one_way' is what one chip can send to one neighbour (see `hardware`).
+    """
     c = _chip(chip)
-    choose("link", link, ("hbm", "ici", "dcn", "pcie"))
+    choose("link", link, ("hbm", "ici", "ici_one_way", "dcn", "pcie"))
     value = {
         "hbm": c.hbm_bytes_per_s,
         "ici": c.collective_bytes_per_s,
+        "ici_one_way": c.ici_one_way_bytes_per_s,
         "dcn": c.dcn_bytes_per_s,
         "pcie": c.pcie_bytes_per_s,
     }[link]
@@ -232,3 +237,26 @@ def critical_batch(chip: "str | Chip", dtype: str = "bf16", weight_dtype: str | 
     compute = matmul_compute_dtype(c, dtype, weight_dtype)
     w = units.dtype_bytes(weight_dtype or dtype)
     return c.peak_flops_per_s(compute) / c.hbm_bytes_per_s * w / 2.0
+
+
+def split_matmul(
+    chip: "str | Chip", *, batch: float, d_model: float, d_ff: float, dtype: str = "bf16",
+) -> Roofline:
+    """Roofline of one chip's share of `[B, D] x [D, F]` split over 2 chips along D (chapter 1).
+
+    Each chip multiplies its halves, 2B(D/2)F FLOPs, then sends its partial sum `[B, F]` to the
+    other over one link, both directions busy at once: B F bytes at the one-way link bandwidth.
+    Compute over communication is D/2 FLOPs per byte sent, so the split stays compute-bound
+    while D > 2 x peak / one-way link bandwidth, whatever B and F are.
+    """
+    c = _chip(chip)
+    require_positive(batch=batch, d_model=d_model, d_ff=d_ff)
+    half = d_model / 2
+    return op(
+        c,
+        flops=matmul_flops(batch, half, d_ff),
+        hbm_bytes=matmul_bytes(batch, half, d_ff, dtype=dtype),
+        comm_bytes=batch * d_ff * units.dtype_bytes(dtype),
+        dtype=dtype,
+        comm_link="ici_one_way",
+    )

@@ -68,6 +68,12 @@ def test_comm_time_uses_the_named_link():
     assert r.bound == "communication"
 
 
+def test_split_matmul_is_balanced_at_d_of_twice_peak_over_one_way_link():
+    r = roofline.split_matmul("tpu-v5e", batch=64, d_model=2 * 197e12 / 45e9, d_ff=1024)
+    assert r.compute_seconds == pytest.approx(r.comm_seconds)
+    assert r.comm_bytes == 64 * 1024 * 2
+
+
 def test_op_without_any_work_raises():
     with pytest.raises(Error):
         roofline.op("h100", flops=0, hbm_bytes=0)

@@ -6,6 +6,8 @@ Every function draws with matplotlib (imported inside the function), takes an op
 """
 from __future__ import annotations
 
+from ._axes import axes
+
 import math
 from typing import Sequence
 
@@ -28,11 +30,7 @@ __all__ = [
 
 
 def _ax(ax, figsize=(6, 4)):
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize)
-    return ax.figure, ax
+    return axes(ax, figsize)
 
 
 # --------------------------------------------------------------------------- systolic array

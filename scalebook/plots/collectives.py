@@ -8,6 +8,8 @@ matplotlib inside, takes an optional `ax` (or `fig` for multi-panel figures) and
 """
 from __future__ import annotations
 
+from ._axes import axes
+
 import math
 from typing import Mapping, Sequence
 
@@ -31,11 +33,7 @@ _COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#D
 
 
 def _ax(ax, figsize=(6, 4)):
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize)
-    return ax.figure, ax
+    return axes(ax, figsize)
 
 
 def parse_dims(dims: str, mesh: Mapping[str, int]) -> list[tuple[str, tuple[str, ...]]]:

@@ -6,6 +6,8 @@ and returns the `Figure`. Hardware numbers come from `scalebook.hardware`; times
 """
 from __future__ import annotations
 
+from ._axes import axes
+
 import math
 from typing import Mapping, Sequence
 
@@ -18,17 +20,12 @@ __all__ = [
     "time_vs_batch",
     "time_budgets",
     "split_matmul_time",
-    "split_matmul_seconds",
     "measured_roofline",
 ]
 
 
 def _ax(ax, figsize=(6.4, 4.2)):
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize)
-    return ax.figure, ax
+    return axes(ax, figsize)
 
 
 def _logspace(lo: float, hi: float, n: int = 200) -> list[float]:
@@ -229,21 +226,6 @@ def time_budgets(rooflines: "Mapping[str, _rl.Roofline]", *, unit: str = "s", ax
     return fig
 
 
-def split_matmul_seconds(chip: "str | hardware.Chip", *, batch: float, d_model: float, d_ff: float,
-                         dtype: str = "bf16") -> tuple[float, float]:
-    """(compute, communication) seconds of `[B, D] x [D, F]` split over 2 chips along D.
-
-    Each chip multiplies its half, 2B(D/2)F FLOPs at its peak, then sends its partial sum
-    `[B, F]` to the other chip over one link in one direction (both directions busy at once):
-    B F bytes-per-element / one-way link bandwidth.
-    """
-    c = hardware.chip(chip)
-    require_positive(batch=batch, d_model=d_model, d_ff=d_ff)
-    compute = 2 * batch * (d_model / 2) * d_ff / c.peak_flops_per_s(c.compute_dtype(dtype))
-    comm = batch * d_ff * units.dtype_bytes(dtype) / c.ici_one_way_bytes_per_s
-    return compute, comm
-
-
 def split_matmul_time(
     chips: "Sequence[str | hardware.Chip] | str" = ("tpu-v5e", "h100"),
     *,
@@ -265,7 +247,8 @@ def split_matmul_time(
         d_models = [2 ** (k / 4) for k in range(4 * 9, 4 * 16 + 1)]
     fig, ax = _ax(ax)
     for c in cs:
-        ts = [split_matmul_seconds(c, batch=batch, d_model=d, d_ff=d_ff, dtype=dtype) for d in d_models]
+        ts = [(r.compute_seconds, r.comm_seconds) for r in
+              (_rl.split_matmul(c, batch=batch, d_model=d, d_ff=d_ff, dtype=dtype) for d in d_models)]
         line, = ax.plot(d_models, [t[0] for t in ts], lw=2, label=f"{c.display_name}: compute")
         ax.plot(d_models, [t[1] for t in ts], lw=2, ls="--", color=line.get_color(),
                 label=f"{c.display_name}: send partial sums")

@@ -6,6 +6,8 @@ and returns the `Figure`. Every number comes from `scalebook.transformer` and th
 """
 from __future__ import annotations
 
+from ._axes import axes
+
 from typing import Sequence
 
 from .. import transformer as tr
@@ -28,11 +30,7 @@ _PART_COLORS = {
 
 
 def _ax(ax, figsize=(7, 4)):
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize)
-    return ax.figure, ax
+    return axes(ax, figsize)
 
 
 def _model(m: "Transformer | str") -> Transformer:
