@@ -299,6 +299,17 @@ def layer_flops_per_token(model: Transformer, *, seq_len: int = 0, causal: bool 
     )
 
 
+def attention_crossover_seq_len(model: Transformer, *, causal: bool = False, moe: bool | None = None) -> float:
+    """Sequence length T at which one layer's attention-score FLOPs equal all its other FLOPs.
+
+    Score FLOPs per token (QK^T and AV) grow as T; the weight matmuls do not, so
+    T* = (projection + MLP FLOPs) / (score FLOPs per unit of T). For an MHA layer with N H = D
+    and a gated MLP of F = 4 D, T* = 8 D without the causal halving and 16 D with it (Chapter 4).
+    """
+    one = layer_flops_per_token(model, seq_len=1, causal=causal, moe=moe)
+    return one.forward_flops_without_attention / one.attention_score_flops
+
+
 @dataclass(frozen=True)
 class TrainingFlops:
     """FLOPs to train on `tokens` tokens: exact count beside the 6 N D rule (Chapter 4).

@@ -199,3 +199,9 @@ def test_reprs_and_html_tables_show_the_parts():
                 tr.activation_memory(m, batch=1, seq_len=4096)):
         assert m.name in repr(obj) and "<table>" in obj._repr_html_()
     assert "per token" in repr(tr.kv_cache(m)) and "ratio" in repr(tr.training_flops(m, tokens=1e12))
+
+
+def test_crossover_of_the_textbook_layer_is_8d_and_16d_causal():
+    m = Transformer(layers=1, d_model=1024, heads=8, d_ff=4096, vocab=1000, mlp="gated")
+    assert tr.attention_crossover_seq_len(m) == pytest.approx(8 * 1024)
+    assert tr.attention_crossover_seq_len(m, causal=True) == pytest.approx(16 * 1024)

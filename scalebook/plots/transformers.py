@@ -17,7 +17,6 @@ from ..models import Transformer, preset
 __all__ = [
     "param_breakdown",
     "attention_crossover",
-    "crossover_seq_len",
     "flops_by_part",
     "training_memory_stack",
     "kv_cache_per_token",
@@ -78,23 +77,11 @@ def param_breakdown(models: Sequence["Transformer | str"] = ("gpt3-175b", "llama
     return fig
 
 
-def crossover_seq_len(model: "Transformer | str", *, causal: bool = False, moe: bool | None = None) -> float:
-    """Sequence length T at which one layer's attention-score FLOPs equal all its other FLOPs.
-
-    Attention scores grow as T (QK^T and AV), the weight matmuls do not, so per token
-    T* = (projection + MLP FLOPs) / (score FLOPs per unit of T). For an MHA layer with
-    N H = D and a gated MLP of F = 4 D, T* = 8 D without the causal halving (16 D with it).
-    """
-    m = _model(model)
-    one = tr.layer_flops_per_token(m, seq_len=1, causal=causal, moe=moe)
-    return one.forward_flops_without_attention / one.attention_score_flops
-
-
 def attention_crossover(models: "dict[str, Transformer | str] | None" = None, *, causal: bool = False,
                         max_ratio: float = 64.0, ax=None):
     """Attention-score FLOPs over all other FLOPs of one layer, against T / D.
 
-    The ratio is linear in T; each line crosses 1 at `crossover_seq_len`, marked with a dot.
+    The ratio is linear in T; each line crosses 1 at `transformer.attention_crossover_seq_len`, marked with a dot.
     Default configs: a textbook MHA layer with a gated MLP of F = 4 D (crosses at 8 D), the same
     with GQA (N / 8 kv heads), a plain MLP of F = 4 D, and LLaMA-3 70B.
     """
@@ -115,7 +102,7 @@ def attention_crossover(models: "dict[str, Transformer | str] | None" = None, *,
     for label, m in models.items():
         m = _model(m)
         D = m.d_model
-        t_star = crossover_seq_len(m, causal=causal)
+        t_star = tr.attention_crossover_seq_len(m, causal=causal)
         (line,) = ax.plot(x, x * D / t_star, label=f"{label}: T* = {t_star / D:.1f} D")
         ax.plot([t_star / D], [1.0], "o", color=line.get_color())
     ax.axhline(1.0, color="k", lw=0.8, ls="--")

@@ -53,8 +53,7 @@ def moe_active(config):
 
 @problem("4.7", title="Where attention overtakes the weights", unit="token", config=CONFIGS["4.7"])
 def crossover(config):
-    one = tr.layer_flops_per_token(Transformer(**config), seq_len=1, causal=False)
-    return one.forward_flops_without_attention / one.attention_score_flops
+    return tr.attention_crossover_seq_len(Transformer(**config), causal=False)
 
 
 @problem("4.8", title="The FLOP price of recomputing attention", unit="PFLOP", model="llama3-8b",
