@@ -190,8 +190,9 @@ def _gpu(name: str, key: str) -> Chip:
         sources["InfiniBand"] = "assumed as for an 8-GPU H100 node (8 x 400 Gbps NICs)"
     flops = {"bf16": d["peak_bf16_flops_per_s"]}
     if "peak_fp8_int8_ops_per_s" in d:
-        flops["fp8"] = d["peak_fp8_int8_ops_per_s"]
         flops["int8"] = d["peak_fp8_int8_ops_per_s"]
+        if d.get("generation") != "Ampere":  # fp8 tensor cores arrived with Hopper
+            flops["fp8"] = d["peak_fp8_int8_ops_per_s"]
     if "peak_fp4_flops_per_s" in d:
         flops["fp4"] = d["peak_fp4_flops_per_s"]
     return Chip(

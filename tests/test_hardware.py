@@ -72,3 +72,9 @@ def test_peak_of_a_missing_dtype_raises_error():
 def test_chips_lists_tpus_before_gpus():
     vendors = [c.vendor for c in chips()]
     assert vendors == sorted(vendors, key=lambda v: v != "Google")
+
+
+def test_a100_has_int8_but_no_fp8_tensor_cores():
+    c = chip("a100")
+    assert "int8" in c.flops_per_s and "fp8" not in c.flops_per_s
+    assert c.compute_dtype("fp8") == "bf16"

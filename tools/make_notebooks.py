@@ -67,7 +67,9 @@ def _markdown(text: str, state: dict) -> str | None:
                 continue
             if name == "exercise-start":
                 state["problem"] = state.get("problem", 0) + 1
-                title = f"**Problem {state['problem']}" + (f": {arg}" if arg else "") + "**"
+                # Titles that start with the problem's id ("1.3 · Critical batch") keep it.
+                title = (f"**Problem {arg}**" if re.match(r"^\d+\.\d+\b", arg)
+                         else f"**Problem {state['problem']}" + (f": {arg}" if arg else "") + "**")
                 out.append(title)
                 state["skip_close"] = ticks
                 state["skip_options"] = True

@@ -112,6 +112,19 @@ def _diagnose(p: Problem, ratio: float) -> str:
         f"; hint: {p.hint}" if p.hint else "")
 
 
+# How to ask for an answer in each kind of unit; others read "a number in <unit>".
+_UNIT_WORDS = {
+    "": "a plain number (no unit)",
+    "token": "a number of tokens",
+    "param": "a number of parameters",
+    "chip": "a number of chips",
+    "s": "a time: a number in seconds or a string like '3.2 ms'",
+    "B": "a size: a number of bytes or a string like '70 GB'",
+    "B/s": "a bandwidth: a number in B/s or a string like '450 GB/s'",
+    "FLOP/s": "a rate: a number in FLOP/s or a string like '197 TFLOP/s'",
+}
+
+
 def check(id: str, answer: "float | int | str | None") -> CheckResult:
     """Grade `answer` to problem `id`: a number in the problem's unit or a string with units.
 
@@ -120,10 +133,10 @@ def check(id: str, answer: "float | int | str | None") -> CheckResult:
     """
     p = get(id)
     expected = p.answer()
-    unit_text = p.unit or "(no unit)"
+    unit_text = _UNIT_WORDS.get(p.unit, f"a number in {p.unit} (or a string with its unit, like '2.5 {p.unit}')")
     if answer is None or (isinstance(answer, str) and not answer.strip()):
         result = CheckResult(id, "missing", None, expected, p.unit,
-                             f"no answer yet: set `answer` to a number in {unit_text} or a string like '3.2 ms'")
+                             f"no answer yet: set `answer` to {unit_text}")
     else:
         given = units.parse_quantity(answer, p.unit)
         show = units.format_quantity(given, p.unit)
