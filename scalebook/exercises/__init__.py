@@ -9,8 +9,10 @@ With the environment variable SCALEBOOK_STRICT=1 a wrong or missing answer raise
 """
 from __future__ import annotations
 
+import html
 import importlib
 import json
+import re
 import math
 import os
 import pkgutil
@@ -70,8 +72,9 @@ class CheckResult:
 
     def _repr_html_(self) -> str:
         color = {"correct": "#1a7f37", "close": "#9a6700", "wrong": "#cf222e", "missing": "#57606a"}[self.status]
+        message = re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(self.message))
         return (f"<div style='border-left:4px solid {color};padding:2px 8px'>"
-                f"<b style='color:{color}'>{self.id} {self.status}</b>: {self.message}</div>")
+                f"<b style='color:{color}'>{self.id} {self.status}</b>: {message}</div>")
 
 
 def _near(ratio: float, target: float, tol: float) -> bool:
