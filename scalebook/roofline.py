@@ -260,3 +260,13 @@ def split_matmul(
         dtype=dtype,
         comm_link="ici_one_way",
     )
+
+
+def split_matmul_critical_d_model(chip: "str | Chip", dtype: str = "bf16") -> float:
+    """Smallest D at which `split_matmul` is compute-bound: D* = b x peak / one-way link bandwidth.
+
+    Compute B D F / peak equals the send B F b / W when D = b peak / W, b = bytes per element
+    (2 peak / W in bf16), independent of B and F (chapter 1, "Network rooflines").
+    """
+    c = _chip(chip)
+    return units.dtype_bytes(dtype) * c.peak_flops_per_s(c.compute_dtype(dtype)) / c.ici_one_way_bytes_per_s

@@ -74,6 +74,13 @@ def test_split_matmul_is_balanced_at_d_of_twice_peak_over_one_way_link():
     assert r.comm_bytes == 64 * 1024 * 2
 
 
+def test_split_matmul_critical_d_model_is_twice_peak_over_one_way_link_in_bf16():
+    assert roofline.split_matmul_critical_d_model("h100") == pytest.approx(2 * 990e12 / 450e9)
+    d = roofline.split_matmul_critical_d_model("tpu-v5e")
+    r = roofline.split_matmul("tpu-v5e", batch=32, d_model=d, d_ff=512)
+    assert r.compute_seconds == pytest.approx(r.comm_seconds)
+
+
 def test_op_without_any_work_raises():
     with pytest.raises(Error):
         roofline.op("h100", flops=0, hbm_bytes=0)

@@ -252,7 +252,7 @@ def split_matmul_time(
         line, = ax.plot(d_models, [t[0] for t in ts], lw=2, label=f"{c.display_name}: compute")
         ax.plot(d_models, [t[1] for t in ts], lw=2, ls="--", color=line.get_color(),
                 label=f"{c.display_name}: send partial sums")
-        cross = 2 * c.peak_flops_per_s(c.compute_dtype(dtype)) / c.ici_one_way_bytes_per_s
+        cross = _rl.split_matmul_critical_d_model(c, dtype)
         if min(d_models) <= cross <= max(d_models):
             ax.axvline(cross, color=line.get_color(), lw=0.8, alpha=0.6)
             ax.annotate(f"D ≈ {cross:.0f}", (cross, 0.96), xycoords=("data", "axes fraction"),

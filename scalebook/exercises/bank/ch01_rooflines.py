@@ -49,9 +49,7 @@ def split_min_d_model(chip, dtype):
     # Per chip: compute 2 B (D/2) F / peak = B D F / peak; send the [B, F] partial sum, B F b
     # bytes (b per element), over one link in one direction at W bytes/s: B F b / W.
     # Equal when D = b peak / W (2 peak / W in bf16), whatever B and F are.
-    c = hardware.chip(chip)
-    b = units.dtype_bytes(dtype)
-    return b * c.peak_flops_per_s(c.compute_dtype(dtype)) / c.ici_one_way_bytes_per_s
+    return roofline.split_matmul_critical_d_model(chip, dtype)
 
 
 @problem("1.7", title="What overlap buys", unit="ms", chip="tpu-v5e", flops=3.0e12, hbm_bytes=12e9,
