@@ -174,9 +174,10 @@ def test_every_plan_ends_in_the_requested_output_and_never_costs_negative_time(s
 @given(st.text(max_size=30))
 def test_any_string_parses_or_raises_scalebook_error(text):
     try:
-        sharding.parse(text)
+        spec = sharding.parse(text)
     except Error:
-        pass
+        return
+    assert spec.lhs.dims and spec.rhs.dims
 
 
 def test_cli_prints_the_plan_and_its_time(capsys):
