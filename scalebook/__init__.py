@@ -21,7 +21,7 @@ from .units import format_quantity, parse_quantity
 __version__ = "0.1.0"
 
 _LAZY = ("topology", "collectives", "sharding", "models", "transformer", "xla", "measure", "plots",
-         "exercises", "grading", "notebook", "jax_layer", "cli")
+         "exercises", "grading", "notebook", "jax_layer", "cli", "runs")
 
 __all__ = [
     "Error", "Chip", "chip", "chip_names", "chips", "format_quantity", "parse_quantity",

@@ -1,0 +1,196 @@
+"""Published LLM training runs: what was trained, on what, how it was split, and how fast (Chapter 6).
+
+The data, `data/training_runs.json`, holds runs whose papers state the chips, the parallel layout and a
+measured speed: PaLM 540B on TPU v4, Megatron-LM's weak-scaling GPT models and MT-NLG 530B on A100,
+BLOOM 176B on A100, Llama 3 405B on H100. Chapter 6 sets `scalebook.training`'s estimates beside
+them. Every figure comes from the paper named by `source` (a key of `book/references.bib`) at
+`where`; `inferred` names the fields deduced rather than stated, and `notes` says from what.
+`None` means the paper does not say.
+
+How the fields are counted:
+
+- Parallel degrees multiply to the chip count: dp x fsdp x tp x pp x cp = chips. `ep` (expert
+  parallelism) splits experts within the dp x fsdp replicas, so it divides dp x fsdp.
+- `batch_seqs` is the global batch in sequences of `seq_len` tokens; `microbatch` is sequences
+  per microbatch per data-parallel replica.
+- `zero` is the ZeRO stage (0, 1, 2) of the plain data-parallel axis `dp`; `fsdp` > 1 means
+  stage 3 over that axis.
+- `reported_mfu` and `reported_hfu` are fractions (0.462, not 46.2) of the chip's dense peak;
+  HFU counts recomputed FLOPs, MFU does not. `reported_flops_per_s_per_chip` is the paper's own
+  per-chip rate, which counts recomputation when `reported_flops_include_recompute` is true.
+  `reported_tokens_per_s` is for the whole run, `reported_step_seconds` one optimizer step.
+
+Runs on chips scalebook does not model, or whose layout is not published, are in
+`not_modelled()` with the reason.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from ._data import load
+from .errors import Error, choose
+from .models import Transformer, preset
+
+#: Strategy fields passed to `scalebook.training`, in `estimate_kwargs()["strategy_kwargs"]`.
+_STRATEGY_FIELDS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel",
+                    "microbatch", "remat", "zero")
+#: Integer flags of `scalebook train-estimate`, in the order of its contract.
+_CLI_INT_FLAGS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp")
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    """One published training run (see the module docstring for how each field is counted).
+
+    `model` is a `scalebook.models` preset name or a read-only mapping of `Transformer` fields.
+    """
+
+    id: str
+    model: str | Mapping[str, object] = field(hash=False)
+    chip: str
+    chips: int
+    dp: int
+    fsdp: int
+    tp: int
+    pp: int
+    virtual_stages: int | None
+    ep: int
+    cp: int
+    sequence_parallel: bool | None
+    microbatch: int | None
+    batch_seqs: int
+    seq_len: int
+    dtype: str
+    remat: str | None
+    zero: int | None
+    reported_mfu: float | None
+    reported_hfu: float | None
+    reported_flops_per_s_per_chip: float | None
+    reported_flops_include_recompute: bool | None
+    reported_tokens_per_s: float | None
+    reported_step_seconds: float | None
+    published_params: float
+    source: str
+    where: str
+    inferred: tuple[str, ...]
+    notes: str
+
+    @property
+    def model_name(self) -> str:
+        """The preset name, or the inline model's `name`."""
+        return self.model if isinstance(self.model, str) else str(self.model["name"])
+
+    @property
+    def batch_tokens(self) -> int:
+        """Global batch in tokens: batch_seqs x seq_len."""
+        return self.batch_seqs * self.seq_len
+
+    def model_config(self) -> Transformer:
+        """The run's model: the named preset, or a `Transformer` built from the inline fields."""
+        return preset(self.model) if isinstance(self.model, str) else Transformer(**self.model)
+
+    def model_json(self) -> dict:
+        """The inline model's `Transformer` fields, to write to the JSON file `cli_args` points at.
+
+        Raises `Error` for a preset, which the command takes by name.
+        """
+        if isinstance(self.model, str):
+            raise Error(f"run {self.id!r} uses the preset {self.model!r}; pass its name, not a JSON file")
+        return dict(self.model)
+
+    def strategy_kwargs(self) -> dict:
+        """Parallel degrees, microbatch, remat, ZeRO stage and matmul dtype; unknown fields left out."""
+        kw = {name: getattr(self, name) for name in _STRATEGY_FIELDS if getattr(self, name) is not None}
+        kw["matmul_dtype"] = self.dtype
+        return kw
+
+    def estimate_kwargs(self) -> dict:
+        """Keyword arguments for a training-time estimate: chip, chips, batch_tokens, seq_len, strategy_kwargs."""
+        return dict(chip=self.chip, chips=self.chips, batch_tokens=self.batch_tokens, seq_len=self.seq_len,
+                    strategy_kwargs=self.strategy_kwargs())
+
+    def cli_args(self, model_path: str | None = None) -> list[str]:
+        """Arguments of `scalebook train-estimate` for this run (unknown fields left out).
+
+        An inline model needs `model_path`, where the caller wrote `model_json()`.
+        """
+        if isinstance(self.model, str):
+            model = self.model
+        elif model_path is None:
+            raise Error(f"run {self.id!r} has an inline model; write run.model_json() to a file and "
+                        "pass its path as model_path")
+        else:
+            model = str(model_path)
+        args = [model, "--chip", self.chip, "--chips", str(self.chips)]
+        for name in _CLI_INT_FLAGS:
+            value = getattr(self, name)
+            if value is not None:
+                args += [f"--{name.replace('_', '-')}", str(value)]
+        if self.sequence_parallel:
+            args.append("--sequence-parallel")
+        if self.microbatch is not None:
+            args += ["--microbatch", str(self.microbatch)]
+        args += ["--batch-seqs", str(self.batch_seqs), "--seq-len", str(self.seq_len), "--dtype", self.dtype]
+        if self.remat is not None:
+            args += ["--remat", self.remat]
+        if self.zero is not None:
+            args += ["--zero", str(self.zero)]
+        return args
+
+    def __repr__(self) -> str:
+        layout = " ".join(f"{name}={getattr(self, name)}" for name in ("dp", "fsdp", "tp", "pp", "ep", "cp")
+                          if getattr(self, name) not in (None, 1))
+        reported = [f"MFU {100 * self.reported_mfu:.1f}%" if self.reported_mfu else "",
+                    f"HFU {100 * self.reported_hfu:.1f}%" if self.reported_hfu else "",
+                    f"{self.reported_flops_per_s_per_chip / 1e12:g} TFLOP/s/chip"
+                    if self.reported_flops_per_s_per_chip else ""]
+        return (f"PublishedRun({self.id!r}: {self.model_name} on {self.chips} {self.chip}, {layout or 'dp=1'}, "
+                f"batch {self.batch_seqs} x {self.seq_len}, {', '.join(r for r in reported if r)}; {self.source})")
+
+
+@dataclass(frozen=True)
+class NotModelled:
+    """A published run left out of `published_runs()`, with what it reports and why it is left out."""
+
+    id: str
+    source: str
+    where: str
+    reason: str
+    reported: str
+
+
+def _run(entry: dict) -> PublishedRun:
+    model = entry["model"] if isinstance(entry["model"], str) else MappingProxyType(dict(entry["model"]))
+    return PublishedRun(**{**entry, "model": model, "inferred": tuple(entry["inferred"])})
+
+
+@functools.lru_cache(maxsize=None)
+def published_runs() -> tuple[PublishedRun, ...]:
+    """Every modelled run in `data/training_runs.json`, in file order."""
+    return tuple(_run(e) for e in load("training_runs")["runs"])
+
+
+def run_ids() -> list[str]:
+    """Ids accepted by `published_run`."""
+    return [r.id for r in published_runs()]
+
+
+def published_run(id: str) -> PublishedRun:
+    """The run with this id; an unknown id raises `Error` listing the valid ones.
+
+    >>> published_run("palm-540b-tpuv4").chips
+    6144
+    """
+    choose("published run", id, run_ids())
+    return next(r for r in published_runs() if r.id == id)
+
+
+@functools.lru_cache(maxsize=None)
+def not_modelled() -> tuple[NotModelled, ...]:
+    """Published runs left out (unmodelled chip or unpublished layout), each with its reason."""
+    names = [f.name for f in dataclasses.fields(NotModelled)]
+    return tuple(NotModelled(**{k: e[k] for k in names}) for e in load("training_runs")["not_modelled"])

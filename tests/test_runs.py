@@ -1,0 +1,121 @@
+"""Published training runs (Chapter 6): the data loads, is self-consistent and matches its papers."""
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+import scalebook
+from scalebook import runs, transformer
+from scalebook.runs import PublishedRun, published_run, published_runs
+
+IDS = [r.id for r in published_runs()]
+BIB = (Path(__file__).resolve().parents[1] / "book" / "references.bib").read_text()
+BIB_KEYS = set(re.findall(r"^@\w+\{([^,]+),", BIB, flags=re.M))
+
+
+def test_there_are_runs_with_unique_ids():
+    assert len(IDS) >= 10 and len(set(IDS)) == len(IDS)
+
+
+@pytest.mark.parametrize("run_id", IDS)
+def test_each_model_builds_and_matches_the_published_size(run_id):
+    run = published_run(run_id)
+    total = transformer.params(run.model_config()).total_params
+    assert total == pytest.approx(run.published_params, rel=0.05)
+
+
+@pytest.mark.parametrize("run_id", IDS)
+def test_degrees_multiply_to_the_chip_count(run_id):
+    r = published_run(run_id)
+    assert r.dp * r.fsdp * r.tp * r.pp * r.cp == r.chips
+    assert (r.dp * r.fsdp) % r.ep == 0
+    assert r.batch_seqs % (r.dp * r.fsdp) == 0, "whole sequences per data-parallel replica"
+    if r.microbatch is not None:
+        assert r.batch_seqs // (r.dp * r.fsdp) % r.microbatch == 0
+
+
+@pytest.mark.parametrize("run_id", IDS)
+def test_fields_are_valid_and_cited(run_id):
+    r = published_run(run_id)
+    assert r.chip in scalebook.chip_names()
+    assert r.dtype in ("bf16", "fp8")
+    assert r.remat in (None, "none", "selective", "full")
+    assert r.zero in (None, 0, 1, 2)
+    assert r.source in BIB_KEYS and r.where and r.notes
+    assert set(r.inferred) <= {f.name for f in dataclasses.fields(PublishedRun)}
+    reported = (r.reported_mfu, r.reported_hfu, r.reported_flops_per_s_per_chip, r.reported_tokens_per_s)
+    assert any(x is not None for x in reported), "each run reports a speed"
+    for frac in (r.reported_mfu, r.reported_hfu):
+        assert frac is None or 0 < frac < 1
+
+
+def test_not_modelled_runs_are_cited_with_a_reason():
+    for n in runs.not_modelled():
+        assert n.source in BIB_KEYS and n.reason and n.reported
+
+
+def test_unknown_id_raises_error_listing_valid_ids():
+    with pytest.raises(scalebook.Error, match="palm-540b-tpuv4"):
+        published_run("gpt-5-on-abacus")
+
+
+@pytest.mark.parametrize("run_id", IDS)
+def test_cli_args_are_strings_with_chips_and_seq_len(run_id, tmp_path):
+    r = published_run(run_id)
+    args = r.cli_args(model_path=str(tmp_path / "model.json"))
+    assert all(isinstance(a, str) for a in args)
+    assert "--chips" in args and "--seq-len" in args and "--batch-seqs" in args
+    assert args[args.index("--chips") + 1] == str(r.chips)
+    assert args[0] == (r.model if isinstance(r.model, str) else str(tmp_path / "model.json"))
+
+
+def test_inline_model_needs_a_path_and_round_trips_through_json():
+    r = published_run("megatron-1t-a100")
+    with pytest.raises(scalebook.Error, match="model_path"):
+        r.cli_args()
+    assert scalebook.models.Transformer(**r.model_json()) == r.model_config()
+    with pytest.raises(scalebook.Error, match="preset"):
+        published_run("palm-540b-tpuv4").model_json()
+
+
+def test_estimate_kwargs_leave_out_unknowns():
+    r = published_run("llama3-405b-h100-8k")
+    kw = r.estimate_kwargs()
+    assert kw["batch_tokens"] == 2048 * 8192 and kw["chips"] == 8192 and kw["chip"] == "h100"
+    s = kw["strategy_kwargs"]
+    assert (s["dp"], s["tp"], s["pp"], s["cp"], s["matmul_dtype"]) == (64, 8, 16, 1, "bf16")
+    assert "microbatch" not in s and "virtual_stages" not in s and "remat" not in s
+
+
+def test_palm_throughput_reproduces_its_mfu():
+    """PaLM counts 6N + 12 L H Q T FLOPs per token (heads x head dim, sequence length)."""
+    r = published_run("palm-540b-tpuv4")
+    m = r.model_config()
+    per_token = 6 * r.published_params + 12 * m.layers * m.heads * m.head_dim * r.seq_len
+    peak = 275e12  # TPU v4 bf16 (Jouppi et al. 2023)
+    assert per_token * r.reported_tokens_per_s / (r.chips * peak) == pytest.approx(r.reported_mfu, abs=0.001)
+
+
+@pytest.mark.parametrize("run_id", [i for i in IDS if i.startswith("mt-nlg")])
+def test_mt_nlg_step_time_reproduces_its_tflops_with_recompute(run_id):
+    """Megatron's count with full recompute: 96 B s l h^2 (1 + s / 6h + V / 16 l h) per step."""
+    r = published_run(run_id)
+    m = r.model_config()
+    B, s, l, h, V = r.batch_seqs, r.seq_len, m.layers, m.d_model, m.vocab
+    flops = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
+    rate = flops / r.reported_step_seconds / r.chips
+    assert rate == pytest.approx(r.reported_flops_per_s_per_chip, rel=0.01)
+    assert r.reported_flops_include_recompute
+
+
+def test_megatron_percent_of_peak_matches_its_tflops():
+    """Narayanan et al. quote % of the A100's 312 TFLOP/s peak beside each TFLOP/s figure."""
+    for r in published_runs():
+        if r.source == "narayanan2021megatron":
+            assert r.reported_flops_per_s_per_chip / 312e12 == pytest.approx(r.reported_hfu, abs=0.006)
+
+
+def test_repr_names_the_run():
+    text = repr(published_run("bloom-176b-a100"))
+    assert "bloom-176b" in text and "384" in text and "156" in text
