@@ -20,7 +20,8 @@ from .units import format_quantity, parse_quantity
 
 __version__ = "0.1.0"
 
-_LAZY = ("topology", "collectives", "sharding", "models", "transformer", "xla", "measure", "plots",
+_LAZY = ("topology", "collectives", "sharding", "models", "transformer", "strategy", "step", "training",
+         "planner", "xla", "measure", "plots",
          "exercises", "grading", "notebook", "jax_layer", "cli", "runs")
 
 __all__ = [

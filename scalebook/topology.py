@@ -323,3 +323,51 @@ def chips_to_hold(bytes_: float, chip: "str | Chip") -> int:
     c = _chip(chip)
     require_positive(bytes_=bytes_)
     return max(1, math.ceil(bytes_ / c.hbm_bytes))
+
+
+def _torus_shape(n: int, pod: tuple[int, ...]) -> "tuple[int, ...] | None":
+    """The most cube-like shape of `n` chips that fits `pod`, preferring sides that wrap around."""
+    dims = len(pod)
+    limits = sorted(pod)
+    best, best_key = None, None
+    def shapes(left: int, k: int, lo: int) -> list[tuple[int, ...]]:
+        if k == 1:
+            return [(left,)] if left >= lo else []
+        return [(d, *rest) for d in range(lo, left + 1) if left % d == 0 for rest in shapes(left // d, k - 1, d)]
+    for shape in shapes(n, dims, 1):
+        if any(s > lim for s, lim in zip(shape, limits)):
+            continue
+        wraps = (dims if all(s % 4 == 0 for s in shape) else 0) if dims == 3 else sum(s == 16 for s in shape)
+        key = (-wraps, max(shape) / min(shape))
+        if best_key is None or key < best_key:
+            best, best_key = shape, key
+    return best
+
+
+def for_chips(chip: "str | Chip", chips: int) -> Topology:
+    """The usual network for `chips` chips (Chapter 5 uses it when only a chip count is given).
+
+    TPU: one slice, as cube-like as the pod allows, when `chips` fits in a pod; otherwise the
+    fewest equal slices joined over DCN (`multislice`). GPU: one NVLink domain when `chips`
+    fits in it; otherwise whole domains on a fat tree (`gpu_cluster`, leaves of up to 32 nodes).
+    """
+    c = _chip(chip)
+    if isinstance(chips, bool) or not isinstance(chips, int) or chips < 1:
+        raise Error(f"chips must be a positive integer, got {chips!r}")
+    if not c.is_tpu:
+        if chips <= c.nvlink_domain:
+            return gpu_node(c, str(chips))
+        if chips % c.nvlink_domain:
+            raise Error(f"{chips} {c.name} GPUs do not fill whole {c.nvlink_domain}-GPU NVLink domains; "
+                        f"use a multiple of {c.nvlink_domain}")
+        nodes = chips // c.nvlink_domain
+        per_leaf = max(d for d in range(1, 33) if nodes % d == 0)
+        return gpu_cluster(c, nodes=nodes, nodes_per_leaf=per_leaf if nodes > 32 else None)
+    pod = _parse_shape(c.pod_topology, "pod")
+    for slices in range(1, chips + 1):
+        if chips % slices or chips // slices > math.prod(pod):
+            continue
+        shape = _torus_shape(chips // slices, pod)
+        if shape is not None:
+            return slice(c, shape) if slices == 1 else multislice(c, shape, slices=slices)
+    raise Error(f"cannot lay {chips} {c.name} chips out as slices of its {c.pod_topology} pod")  # pragma: no cover

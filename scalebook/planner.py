@@ -1,0 +1,211 @@
+"""Search every parallelism strategy for a training run and rank them (Chapters 5 and 6).
+
+`plan` enumerates the ways to factor the chip count into tp x cp x pp x fsdp x dp (and ep for a
+mixture of experts), with microbatch sizes, remat policies and pipeline interleaving; prices them
+all at once with the vectorised step model (`scalebook.step`), drops those that do not fit in
+memory, and returns the fastest few plus the Pareto front of step time against memory. The
+winners are re-priced one by one with `training.estimate`, so a plan's numbers are estimate's.
+
+What it searches (and why the ranges end where they do):
+
+- tp: divisors of the chips that split the heads, kv heads and MLP width, up to 64;
+- cp: 1 to 32, dividing the sequence; pp: 1 to 64 stages, at most one layer each, with
+  1, 2 or 4 virtual stages (interleaved schedule) when pp > 1;
+- fsdp x dp: every split of what is left; ep: divisors of the experts inside fsdp x dp;
+- microbatch: powers of two up to the replica's batch (at most 6 sizes, the largest kept);
+- remat: none, selective, full; sequence parallelism on whenever tp > 1 (same traffic, less
+  memory); ZeRO-1 on the dp part (same traffic, less memory).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import step, units
+from .errors import Error
+from .hardware import Chip
+from .models import Transformer
+from .strategy import POLICY_NAMES, Strategy, place
+from .topology import Topology
+from .training import TrainingEstimate, _batch, _resolve_topology, estimate, setting
+
+MAX_TP, MAX_CP, MAX_PP = 64, 32, 64
+
+
+def _divisors(n: int, limit: int | None = None) -> list[int]:
+    return [d for d in range(1, (limit or n) + 1) if n % d == 0 and d <= n]
+
+
+def _tp_ok(model: Transformer, tp: int) -> bool:
+    width = model.d_ff or model.expert_d_ff
+    k = model.kv_heads
+    return model.heads % tp == 0 and width % tp == 0 and (tp % k == 0 if tp > k else k % tp == 0)
+
+
+def _micro_options(replica: int) -> list[int]:
+    powers = [m for m in (2 ** i for i in range(20)) if m <= replica and replica % m == 0]
+    return powers[-6:] if powers else [1]
+
+
+def candidates(model: Transformer, *, chips: int, seqs: int, seq_len: int,
+               remat: "tuple[str, ...]" = POLICY_NAMES) -> "Candidates":
+    """Every strategy `plan` considers, before memory and speed are checked, as columns."""
+    keys: list[tuple[int, ...]] = []  # (tp, cp, fsdp, dp, pp, ep)
+    rows: list[tuple[int, ...]] = []  # (key index, virtual stages, microbatch)
+    for tp in (t for t in _divisors(chips, MAX_TP) if _tp_ok(model, t)):
+        for cp in (c for c in _divisors(chips // tp, MAX_CP) if seq_len % c == 0):
+            for pp in _divisors(chips // (tp * cp), min(MAX_PP, model.layers)):
+                data = chips // (tp * cp * pp)
+                if seqs % data:
+                    continue
+                micro = _micro_options(seqs // data)
+                vs = [v for v in (1, 2, 4) if pp > 1 and pp * v <= model.layers] or [1]
+                for fsdp in _divisors(data):
+                    eps = [e for e in _divisors(data) if model.routed_experts % e == 0
+                           and (fsdp % e == 0 or e % fsdp == 0)] if model.is_moe else [1]
+                    for ep in eps:
+                        keys.append((tp, cp, fsdp, data // fsdp, pp, ep))
+                        rows.extend((len(keys) - 1, v, mb) for v in vs for mb in micro)
+    remat_idx = [POLICY_NAMES.index(r) for r in remat]
+    base = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    base = np.repeat(base, len(remat_idx), axis=0)
+    return Candidates(keys=keys, key=base[:, 0], virtual_stages=base[:, 1], microbatch=base[:, 2],
+                      remat=np.tile(np.array(remat_idx), len(rows)))
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Strategies as columns: `keys[key[i]]` = (tp, cp, fsdp, dp, pp, ep) of row i."""
+
+    keys: list
+    key: np.ndarray
+    virtual_stages: np.ndarray
+    microbatch: np.ndarray
+    remat: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        k = np.array(self.keys, dtype=np.int64).reshape(-1, 6)[self.key]
+        tp = k[:, 0]
+        dp = k[:, 3]
+        v = self.virtual_stages
+        sched = np.where(v > 1, step.SCHEDULE_INDEX["interleaved"], step.SCHEDULE_INDEX["1f1b"])
+        return dict(tp=tp, cp=k[:, 1], fsdp=k[:, 2], dp=dp, pp=k[:, 4], ep=k[:, 5], virtual_stages=v,
+                    microbatch=self.microbatch, remat=self.remat, sp=(tp > 1).astype(int),
+                    zero=(dp > 1).astype(int), schedule=sched, tp_overlap=np.zeros_like(tp))
+
+    def strategy(self, i: int) -> Strategy:
+        tp, cp, fsdp, dp, pp, ep = self.keys[self.key[i]]
+        v = int(self.virtual_stages[i])
+        return Strategy(dp=dp, fsdp=fsdp, tp=tp, pp=pp, ep=ep, cp=cp, virtual_stages=v,
+                        microbatch=int(self.microbatch[i]), remat=POLICY_NAMES[int(self.remat[i])],
+                        sequence_parallel=tp > 1, zero=1 if dp > 1 else 0)
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What `plan` found: the fastest strategies that fit, and the time-memory Pareto front."""
+
+    model_name: str
+    chip_name: str
+    chips: int
+    batch_tokens: float
+    seq_len: int
+    considered: int
+    fitting: int
+    best: tuple[TrainingEstimate, ...]
+    pareto: tuple[TrainingEstimate, ...]
+
+    def rows(self, which: str = "best") -> list[dict]:
+        """One plain dict per strategy (for tables and the CLI)."""
+        items = self.best if which == "best" else self.pareto
+        f = units.format_quantity
+        return [{"rank": i + 1, "strategy": e.strategy.label(), "step": f(e.step_seconds, "s"),
+                 "MFU": f"{100 * e.mfu:.1f}%", "memory/chip": f(e.memory.bytes, "B"),
+                 "tokens/s/chip": f"{e.tokens_per_s_per_chip:.4g}"} for i, e in enumerate(items)]
+
+    def __repr__(self) -> str:
+        head = (f"TrainingPlan({self.model_name} on {self.chips} {self.chip_name}, {self.batch_tokens:.4g} tokens x "
+                f"T={self.seq_len}: {self.fitting} of {self.considered} strategies fit)")
+        lines = [head] + [f"  {r['rank']}. {r['strategy']}: step {r['step']}, MFU {r['MFU']}, {r['memory/chip']}"
+                          for r in self.rows()]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = self.rows()
+        if not rows:
+            return f"<p>{self.__repr__()}</p>"
+        cols = list(rows[0])
+        th = "".join(f"<th>{c}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(f"<td>{r[c]}</td>" for c in cols) + "</tr>" for r in rows)
+        cap = (f"{self.model_name} on {self.chips} {self.chip_name}: the fastest of {self.fitting} fitting "
+               f"strategies ({self.considered} considered)")
+        return f"<table><caption>{cap}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, batch_tokens: float,
+                 seq_len: int, efficiency: float | None = None) -> dict[str, np.ndarray]:
+    """`step.evaluate` on every candidate at once (one placement per distinct set of degrees)."""
+    if not len(cands):
+        raise Error("no strategy to evaluate")
+    st = setting(model, topology=topology, strategy=Strategy(), batch_tokens=batch_tokens, seq_len=seq_len,
+                 efficiency=efficiency)
+    per_key: dict[str, list] = {}
+    for tp, cp, fsdp, dp, pp, ep in cands.keys:
+        pl = place(Strategy(dp=dp, fsdp=fsdp, tp=tp, pp=pp, ep=ep, cp=cp), topology)
+        for g in pl.groups:
+            per_key.setdefault(g, []).append(step.describe(pl, g))
+    groups = {g: {k: col[cands.key] for k, col in step.stack(ds).items()} for g, ds in per_key.items()}
+    return step.evaluate(st, cands.arrays(), groups)
+
+
+def _pareto(times: np.ndarray, mems: np.ndarray) -> list[int]:
+    order = np.lexsort((mems, times))
+    front, best_mem = [], math.inf
+    for i in order:
+        if mems[i] < best_mem:
+            front.append(int(i))
+            best_mem = mems[i]
+    return front
+
+
+def plan(model: Transformer, *, seq_len: int, batch_tokens: float | None = None, batch_seqs: int | None = None,
+         chip: "str | Chip | None" = None, chips: int | None = None, topology: Topology | None = None,
+         top: int = 5, efficiency: float | None = None, remat: "tuple[str, ...]" = POLICY_NAMES) -> TrainingPlan:
+    """The fastest strategies for training `model` on these chips, and the time-memory Pareto front.
+
+    Raises `Error` if no strategy fits (the message says the smallest memory any needed).
+    """
+    if not isinstance(model, Transformer):
+        raise Error(f"model must be a scalebook.models.Transformer, got {type(model).__name__}")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise Error(f"top must be a positive integer, got {top!r}")
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
+        raise Error(f"seq_len must be a positive integer, got {seq_len!r}")
+    topo = _resolve_topology(chip, chips, topology)
+    tokens = _batch(batch_tokens, batch_seqs, seq_len)
+    cands = candidates(model, chips=topo.num_chips, seqs=round(tokens / seq_len), seq_len=seq_len, remat=remat)
+    if not len(cands):
+        raise Error(f"no strategy splits a batch of {round(tokens / seq_len)} sequences over {topo.num_chips} chips; "
+                    "use a batch with more sequences or fewer chips")
+    r = evaluate_all(model, cands, topology=topo, batch_tokens=tokens, seq_len=seq_len, efficiency=efficiency)
+    ok = r["valid"] & (r["memory"] <= topo.chip.hbm_bytes)
+    if not ok.any():
+        least = float(np.min(np.where(r["valid"], r["memory"], np.inf)))
+        raise Error(f"no strategy fits {model.name} in {units.format_quantity(topo.chip.hbm_bytes, 'B')} per chip on "
+                    f"{topo.num_chips} {topo.chip.name}; the leanest needs {units.format_quantity(least, 'B')}: "
+                    "use more chips or a smaller batch per chip")
+    idx = np.flatnonzero(ok)
+    best = idx[np.lexsort((r["memory"][idx], r["step"][idx]))[:top]]
+    front = idx[_pareto(r["step"][idx], r["memory"][idx])]
+    again = lambda i: estimate(model, strategy=cands.strategy(i), seq_len=seq_len, batch_tokens=tokens,  # noqa: E731
+                               topology=topo, efficiency=efficiency)
+    return TrainingPlan(model_name=model.name, chip_name=topo.chip.name, chips=topo.num_chips, batch_tokens=tokens,
+                        seq_len=seq_len, considered=len(cands), fitting=int(ok.sum()),
+                        best=tuple(again(int(i)) for i in best), pareto=tuple(again(int(i)) for i in front))
+
+

@@ -1,0 +1,329 @@
+"""Time and memory of one training step, vectorised over many strategies at once (Chapter 5).
+
+`training.estimate` evaluates one strategy with this model and `planner.plan` thousands, so both
+give the same numbers. Everything is per chip; the formulas, with tok = microbatch x T / cp tokens
+per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L_s / L:
+
+- compute of one microbatch on one stage: c = (3 F + R) x tok x f / (tp x peak x efficiency),
+  F the forward matmul FLOPs per token (`transformer.flops_per_token` at T, causal) and R the
+  recomputed FLOPs per token of the remat policy;
+- TP: (4 + 2 if full remat) AllReduces of tok x D activations per layer over tp (sequence
+  parallelism swaps each for an AllGather + ReduceScatter: the same time);
+- FSDP: per microbatch, the stage's weights AllGathered twice (forward, backward) and their
+  gradients ReduceScattered once over fsdp (experts over the fsdp axes outside ep); hidden
+  behind the microbatch's compute when shorter;
+- DP: gradients of the chip's shard AllReduced once per step over dp and cp; hidden behind the
+  backward pass of the last microbatch when shorter;
+- PP: each microbatch's activations sent forward and their gradients back, once per virtual
+  stage; the bubble adds (pp - 1) / virtual_stages microbatch slots;
+- EP: (4 + 2 if full remat) AllToAlls per MoE layer of the k routed copies of each token;
+- CP: (cp - 1) ring steps of the local keys and values per layer forward (twice that backward,
+  once more with full remat), hidden behind the attention FLOPs when shorter;
+- the optimizer update streams the chip's weights, gradients and Adam state through HBM once.
+
+step = (microbatches + bubble) x (c + exposed TP, EP, PP, FSDP, CP) + exposed DP + optimizer.
+
+Collectives are priced exactly as `collectives.cost` prices them (tested to agree).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from . import transformer as tr
+from . import units
+from .models import Transformer
+from .strategy import REMAT, Placement
+from .topology import Topology
+
+POLICIES = tuple(REMAT)  # index order of the `remat` array
+SCHEDULE_INDEX = {"1f1b": 0, "gpipe": 1, "interleaved": 2}
+_D_WIDE = {"layer input", "norm1 output", "residual after attention", "norm2 output", "output projection"}
+
+
+# --- collectives on a group, vectorised --------------------------------------------------------
+
+_FIELDS = ("n_ici", "w_ici", "hops_ici", "oneway_ici", "a2a_ici", "wrap1", "m_nvl", "w_nvl", "m_dcn", "w_dcn",
+           "share", "latency")
+
+
+def describe(placement: Placement, group: str) -> dict[str, float]:
+    """The numbers `price` needs about one group of a placement (see `collectives.cost`)."""
+    topo = placement.topology
+    axes = [topo.axis(n) for n in placement.groups[group]]
+    ici = [a for a in axes if a.network == "ici" and a.size > 1]
+    nvl = [a for a in axes if a.network == "nvlink"]
+    dcn = [a for a in axes if a.network == "dcn"]
+    n_ici = math.prod(a.size for a in ici)
+    return dict(
+        n_ici=n_ici,
+        w_ici=sum(a.bytes_per_s for a in ici) or 1.0,
+        hops_ici=sum(a.size // 2 if a.wraparound else a.size - 1 for a in ici),
+        oneway_ici=min((a.one_way_bytes_per_s for a in ici), default=1.0),
+        a2a_ici=max((a.size / (4 * n_ici * a.bytes_per_s) for a in ici), default=0.0),
+        wrap1=float(len(ici) == 1 and ici[0].wraparound),
+        m_nvl=math.prod(a.size for a in nvl), w_nvl=min((a.bytes_per_s for a in nvl), default=1.0),
+        m_dcn=math.prod(a.size for a in dcn), w_dcn=min((a.bytes_per_s for a in dcn), default=1.0),
+        share=math.prod(a.size for a in axes if a.network != "dcn"),
+        latency=topo.hop_latency_seconds,
+    )
+
+
+def stack(descs: list[dict[str, float]]) -> dict[str, np.ndarray]:
+    return {k: np.array([d[k] for d in descs], dtype=float) for k in _FIELDS}
+
+
+def _switched(kind: str, v, m, w):
+    m = np.maximum(m, 1.0)
+    if kind in ("all-gather", "reduce-scatter"):
+        t = v * (m - 1) / (m * w)
+    elif kind == "all-reduce":
+        t = 2 * v * (m - 1) / (m * w)
+    elif kind == "all-to-all":
+        t = v * (m - 1) / (m * m * w)
+    else:
+        t = v / (m * w)
+    return np.where(m > 1, t, 0.0)
+
+
+def _steps(kind: str, m):
+    per = {"all-gather": m - 1, "reduce-scatter": m - 1, "all-reduce": 2 * (m - 1)}.get(kind)
+    return np.where(m > 1, per if per is not None else 1.0, 0.0)
+
+
+def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
+    """Seconds of collective `kind` of a V-byte array over group `g` (arrays; `collectives.cost`)."""
+    n_ici, w = g["n_ici"], g["w_ici"]
+    if kind in ("all-gather", "reduce-scatter"):
+        t_ici, hops = v / w, g["hops_ici"]
+    elif kind == "all-reduce":
+        t_ici, hops = 2 * v / w, 2 * g["hops_ici"]
+    elif kind == "all-to-all":
+        t_ici, hops = v * g["a2a_ici"], g["hops_ici"]
+    else:
+        t_ici = v / (n_ici * g["oneway_ici"])
+        hops = np.where(g["wrap1"] > 0, 1.0, g["hops_ici"])
+    t_ici = np.where(n_ici > 1, t_ici, 0.0)
+    hops = np.where(n_ici > 1, hops, 0.0)
+    t_nvl = _switched(kind, v, g["m_nvl"], g["w_nvl"])
+    t_dcn = _switched(kind, v / np.maximum(g["share"], 1.0), g["m_dcn"], g["w_dcn"])
+    hops = hops + _steps(kind, g["m_nvl"]) + _steps(kind, g["m_dcn"])
+    t = np.maximum(np.maximum(t_ici, t_nvl), np.maximum(t_dcn, hops * g["latency"]))
+    n = n_ici * g["m_nvl"] * g["m_dcn"]
+    return np.where((n > 1) & (v > 0), t, 0.0)
+
+
+# --- what a model contributes ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """Per-token and per-parameter facts of a model at one sequence length, for the step model."""
+
+    layers: int
+    moe_layers: int
+    d_model: int
+    vocab: int
+    kv_width: int  # K x H
+    experts_per_token: int
+    routed_experts: int
+    heads: int
+    kv_heads: int
+    d_ff: int
+    forward_flops_per_token: float
+    attention_flops_per_token: float  # forward QK^T and AV, all layers
+    remat_flops_per_token: tuple[float, ...]  # per policy in POLICIES order
+    layer_dense_params: float  # all layers: everything but the routed experts
+    layer_expert_params: float  # all layers: routed experts
+    other_params: float  # embedding, unembedding, final norm
+
+
+def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
+    p = tr.params(model)
+    fl = tr.flops_per_token(model, seq_len=seq_len, causal=True)
+    remat = tuple(tr.activation_memory(model, batch=1, seq_len=seq_len, policy=REMAT[r]).remat_flops_per_token
+                  for r in POLICIES)
+    other = p.embedding_params + p.unembedding_params + model.d_model * (2 if model.biases else 1)
+    experts = p.routed_expert_params
+    return ModelFacts(
+        layers=model.layers, moe_layers=model.moe_layers, d_model=model.d_model, vocab=model.vocab,
+        kv_width=model.kv_heads * model.head_dim, experts_per_token=model.experts_per_token,
+        routed_experts=model.routed_experts, heads=model.heads, kv_heads=model.kv_heads,
+        d_ff=model.d_ff or model.expert_d_ff,
+        forward_flops_per_token=fl.forward_flops, attention_flops_per_token=fl.attention_score_flops,
+        remat_flops_per_token=remat, layer_dense_params=p.total_params - experts - other,
+        layer_expert_params=experts, other_params=other)
+
+
+def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str, dtype: str,
+                               flash: bool) -> tuple[float, float]:
+    """(D-wide, rest) bytes per token that all layers save under `policy`.
+
+    The D-wide tensors (layer input, norms, residuals) are whole on every TP chip unless
+    sequence parallelism splits them; the rest (Q, K, V, MLP hidden) are split over tp.
+    """
+    b = units.dtype_bytes(dtype)
+    wide = rest = 0.0
+    for moe, count in ((False, model.dense_layers), (True, model.moe_layers)):
+        if not count:
+            continue
+        for t in tr._saved_tensors(model, seq_len=seq_len, policy=policy, b=b, flash=flash, moe=moe):
+            part = t.elements_per_token * t.bytes_per_element * count
+            if t.name in _D_WIDE:
+                wide += part
+            else:
+                rest += part
+    return wide, rest
+
+
+# --- the step --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Setting:
+    """What is fixed across the strategies being compared."""
+
+    model: Transformer
+    facts: ModelFacts
+    topology: Topology
+    batch_tokens: float
+    seq_len: int
+    peak_flops_per_s: float
+    efficiency: float
+    param_bytes: float
+    grad_bytes: float
+    optimizer_bytes_per_param: float  # two moments + master copy
+    activation_bytes: float
+    flash_attention: bool
+    activation_dtype: str
+
+
+def _act_table(setting: Setting, cps: np.ndarray) -> np.ndarray:
+    """Saved bytes per token, [cp value, policy, (D-wide, rest)], at sequence chunk T / cp."""
+    out = np.zeros((len(cps), len(POLICIES), 2))
+    for i, cp in enumerate(cps):
+        for j, pol in enumerate(POLICIES):
+            out[i, j] = activation_bytes_per_token(
+                setting.model, seq_len=max(1, setting.seq_len // int(cp)), policy=REMAT[pol],
+                dtype=setting.activation_dtype, flash=setting.flash_attention)
+    return out
+
+
+def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str, Mapping[str, np.ndarray]]
+             ) -> dict[str, np.ndarray]:
+    """Times (seconds per step) and memory (bytes per chip) for every strategy in arrays `a`.
+
+    `a` holds equal-length arrays: dp, fsdp, tp, pp, ep, cp, virtual_stages, microbatch,
+    remat (index in POLICIES), sp (0/1), zero, schedule (SCHEDULE_INDEX), tp_overlap (0/1).
+    `groups` maps each placement group to `stack`ed descriptions. Invalid rows (batch that does
+    not split) come back with NaN-free values but `valid` False.
+    """
+    s, m = setting, setting.facts
+    dp, fsdp, tp, pp, ep, cp = (a[k].astype(float) for k in ("dp", "fsdp", "tp", "pp", "ep", "cp"))
+    v, mb, remat = a["virtual_stages"].astype(float), a["microbatch"].astype(float), a["remat"].astype(int)
+    sp, zero, sched = a["sp"].astype(float), a["zero"].astype(float), a["schedule"].astype(int)
+    full = (remat == POLICIES.index("full")).astype(float)
+    T, D = float(s.seq_len), float(m.d_model)
+    b_act = units.dtype_bytes(s.activation_dtype)
+
+    seqs = s.batch_tokens / T
+    data = dp * fsdp
+    replica_seqs = seqs / data
+    n_micro = replica_seqs / mb
+    valid = (np.abs(replica_seqs - np.round(replica_seqs)) < 1e-9) & (np.abs(n_micro - np.round(n_micro)) < 1e-9) \
+        & (replica_seqs >= 1) & (n_micro >= 1)
+    stage_layers = np.ceil(m.layers / pp)
+    frac = stage_layers / m.layers
+    tok = mb * T / cp
+
+    remat_tok = np.array(m.remat_flops_per_token)[remat]
+    flop_tok = 3 * m.forward_flops_per_token + remat_tok
+    rate = s.peak_flops_per_s * s.efficiency
+    c = flop_tok * tok * frac / (tp * rate)
+    c_attn = 3 * m.attention_flops_per_token * tok * frac / (tp * rate)
+    c_bwd = c * (2 * m.forward_flops_per_token + remat_tok) / flop_tok
+
+    g = groups
+    tp_each = price("all-reduce", g["tp"], tok * D * b_act)
+    tp_count = (4 + 2 * full) * stage_layers
+    t_tp = tp_count * tp_each
+
+    moe_stage = m.moe_layers * frac
+    v_ep = ep * (tok / tp) * m.experts_per_token * D * b_act
+    ep_each = price("all-to-all", g["ep"], v_ep)
+    ep_count = (4 + 2 * full) * moe_stage
+    t_ep = ep_count * ep_each
+
+    dense_w = m.layer_dense_params * frac + m.other_params / np.minimum(pp, 2)
+    expert_w = m.layer_expert_params * frac
+    fsdp_gather = price("all-gather", g["fsdp"], dense_w * s.param_bytes / tp) \
+        + price("all-gather", g["expert_fsdp"], expert_w * s.param_bytes / (tp * ep))
+    fsdp_scatter = price("reduce-scatter", g["fsdp"], dense_w * s.grad_bytes / tp) \
+        + price("reduce-scatter", g["expert_fsdp"], expert_w * s.grad_bytes / (tp * ep))
+    t_fsdp = 2 * fsdp_gather + fsdp_scatter
+
+    efsdp = np.where(ep <= fsdp, fsdp / ep, 1.0)
+    t_dp = price("all-reduce", g["grad"], dense_w * s.grad_bytes / (tp * fsdp)) \
+        + price("all-reduce", g["expert_grad"], expert_w * s.grad_bytes / (tp * ep * efsdp))
+
+    pp_each = price("collective-permute", g["pp"], pp * tok * D * b_act / np.where(sp > 0, tp, 1.0))
+    t_pp = 2 * v * pp_each
+
+    kv_local = tok * 2 * m.kv_width * b_act / np.minimum(tp, m.kv_heads)
+    cp_each = price("collective-permute", g["cp"], cp * kv_local)
+    cp_count = (3 + full) * (cp - 1) * stage_layers
+    t_cp = cp_count * cp_each
+
+    tp_overlap = a["tp_overlap"].astype(float)
+    hidden_pool = t_fsdp + tp_overlap * t_tp
+    exposed_pool = np.maximum(0.0, hidden_pool - c)
+    exposed_cp = np.maximum(0.0, t_cp - c_attn)
+    stage = c + (1 - tp_overlap) * t_tp + t_ep + t_pp + exposed_pool + exposed_cp
+    bubble_slots = np.where(pp > 1, (pp - 1) / v, 0.0)
+    exposed_dp = np.maximum(0.0, t_dp - c_bwd)
+
+    # memory per chip
+    shard_e = tp * ep * efsdp
+    params_b = (dense_w / (tp * fsdp) + expert_w / shard_e) * s.param_bytes
+    expert_dp = data / (ep * efsdp)
+    grads_b = (dense_w / (tp * fsdp) / np.where(zero >= 2, dp, 1.0)
+               + expert_w / shard_e / np.where(zero >= 2, expert_dp, 1.0)) * s.grad_bytes
+    opt_b = (dense_w / (tp * fsdp) / np.where(zero >= 1, dp, 1.0)
+             + expert_w / shard_e / np.where(zero >= 1, expert_dp, 1.0)) * s.optimizer_bytes_per_param
+    layer_dense = m.layer_dense_params / m.layers
+    layer_expert = m.layer_expert_params / max(m.moe_layers, 1)
+    gathered_b = np.where(fsdp > 1, 2 * (layer_dense / tp) * s.param_bytes, 0.0) \
+        + np.where(efsdp > 1, 2 * layer_expert / (tp * ep) * s.param_bytes, 0.0)
+    cps, cp_idx = np.unique(a["cp"], return_inverse=True)
+    table = _act_table(s, cps)  # [cp, policy, (D-wide, rest)]
+    wide, rest = table[cp_idx, remat, 0], table[cp_idx, remat, 1]
+    none_wide, none_rest = table[cp_idx, 0, 0], table[cp_idx, 0, 1]
+    per_micro = tok * frac * (wide / np.where(sp > 0, tp, 1.0) + rest / tp)
+    in_flight = np.where(pp == 1, 1.0, np.minimum(pp, n_micro))
+    in_flight = np.where(sched == SCHEDULE_INDEX["gpipe"], n_micro, in_flight)
+    in_flight = np.where(sched == SCHEDULE_INDEX["interleaved"], in_flight * (1 + (pp - 1) / (pp * v)), in_flight)
+    # Recomputing one layer in the backward pass holds that layer's full activations.
+    working = np.where(remat > 0, tok * (none_wide / np.where(sp > 0, tp, 1.0) + none_rest / tp) / m.layers, 0.0)
+    act_b = per_micro * in_flight + working
+    logits_b = tok * m.vocab * 4.0 / tp
+    mem = params_b + grads_b + opt_b + gathered_b + act_b + logits_b
+    hbm = s.topology.chip.hbm_bytes_per_s
+    opt_seconds = (2 * params_b + grads_b + 2 * opt_b) / hbm
+
+    step = (n_micro + bubble_slots) * stage + exposed_dp + opt_seconds
+    chips = dp * fsdp * tp * pp * cp
+    return dict(
+        valid=valid, chips=chips, microbatches=n_micro, compute=n_micro * c, compute_micro=c,
+        tp=n_micro * t_tp, ep=n_micro * t_ep, fsdp=n_micro * t_fsdp, dp=t_dp, pp=n_micro * t_pp, cp=n_micro * t_cp,
+        exposed_tp=n_micro * (1 - tp_overlap) * t_tp, exposed_ep=n_micro * t_ep, exposed_pp=n_micro * t_pp,
+        exposed_fsdp=n_micro * exposed_pool, exposed_cp=n_micro * exposed_cp, exposed_dp=exposed_dp,
+        bubble=bubble_slots * stage, optimizer=opt_seconds, step=step,
+        tp_each=tp_each, tp_count=tp_count * n_micro, ep_each=ep_each, ep_count=ep_count * n_micro,
+        pp_each=pp_each, cp_each=cp_each, cp_count=cp_count * n_micro,
+        params_bytes=params_b, grads_bytes=grads_b, optimizer_bytes=opt_b, gathered_weights_bytes=gathered_b,
+        activation_bytes=act_b, logits_bytes=logits_b, memory=mem, in_flight=in_flight,
+        model_flops=3 * m.forward_flops_per_token * s.batch_tokens,
+        hardware_flops=flop_tok * s.batch_tokens,
+        dense_stage_params=dense_w, expert_stage_params=expert_w, stage_layers=stage_layers,
+    )

@@ -1,0 +1,587 @@
+"""How long a training step takes on many chips, how much memory it needs, and what MFU it gets.
+
+Chapter 5 of the book derives the model, chapter 6 applies it to LLaMA 3 and checks it against
+published runs. `estimate` prices one `Strategy` (see `scalebook.strategy`) with the step model
+of `scalebook.step`; `planner.plan` searches all of them.
+
+Conventions:
+
+- Model FLOPs per step = 3 x forward matmul FLOPs per token (attention at the sequence length,
+  causal) x tokens: what MFU counts (Chowdhery et al. 2022, appendix B). Hardware FLOPs add
+  what remat recomputes: what HFU counts.
+- MFU = model FLOPs / (step seconds x chips x peak), HFU the same with hardware FLOPs; the peak is
+  the dense peak of the dtype the matmuls run in (bf16, or fp8 where the chip has it).
+- `efficiency` is the fraction of peak FLOP/s that the matmuls achieve while they run: kernel
+  efficiency, not communication (which the model prices). Its default per chip family is fitted
+  on one public run each (`fitted_efficiency`, chapter 6); pass your own to explore.
+- Memory per chip counts weights, gradients, Adam state (two moments and a master copy),
+  FSDP's gathered layers, saved activations of the microbatches in flight, and the fp32 logits of
+  one microbatch. It leaves out framework workspace and fragmentation, so "fits" is optimistic.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from . import collectives, step, units
+from ._data import load
+from .errors import Error, require_positive
+from .hardware import Chip, chip as _chip
+from .models import Transformer
+from .strategy import KINDS, POLICY_NAMES, Placement, Strategy, place
+from .topology import Topology, for_chips
+
+__all__ = ["Strategy", "TrainingEstimate", "StepCollective", "MemoryPerChip", "estimate", "default_efficiency",
+           "critical_batch_per_chip", "rule_of_thumb_batch_per_chip", "max_tp_degree", "check_fits_model",
+           "fit_efficiency", "refit_default_efficiency", "price_per_chip_hour", "link_bytes_per_s"]
+
+
+def default_efficiency(chip: "str | Chip") -> float:
+    """Achieved matmul efficiency for a chip family ('tpu' or 'gpu'), fitted in chapter 6.
+
+    Stored in `data/training_efficiency.json` with the run it was fitted on; regenerate with
+    `fit_efficiency` (a test checks the stored value still reproduces that run).
+    """
+    fam = "tpu" if _chip(chip).is_tpu else "gpu"
+    return float(load("training_efficiency")[fam]["efficiency"])
+
+
+def price_per_chip_hour(chip: "str | Chip") -> float | None:
+    """On-demand price in USD per chip-hour where the spec data has one (Austin et al. 2025)."""
+    c = _chip(chip)
+    prices = load("hardware_specs")["pricing_usd_per_hour"]
+    key = c.display_name.split(" (")[0]
+    value = prices.get(key)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+# --- results ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StepCollective:
+    """One kind of collective a step runs: `count` times per step, `seconds` each.
+
+    `array_bytes` is V in `collectives`' convention (the array whole along `axes`); `per_layer`
+    says it repeats for every layer of the chip's pipeline stage (`count` already includes that).
+    """
+
+    parallelism: str
+    purpose: str
+    kind: str
+    axes: tuple[str, ...]
+    array_bytes: float
+    count: float
+    per_layer: bool
+    seconds: float
+
+    @property
+    def total_seconds(self) -> float:
+        return self.count * self.seconds
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"StepCollective({self.parallelism}: {collectives.label(self.kind)} over {'x'.join(self.axes)}, "
+                f"V={f(self.array_bytes, 'B')}, {self.count:g}x {f(self.seconds, 's')} = {f(self.total_seconds, 's')}"
+                f" -- {self.purpose})")
+
+
+@dataclass(frozen=True)
+class MemoryPerChip:
+    """Bytes one chip holds during a step, by part (module docstring), against its HBM."""
+
+    params_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+    gathered_weights_bytes: float
+    activation_bytes: float
+    logits_bytes: float
+    hbm_bytes: float
+
+    @property
+    def bytes(self) -> float:
+        return sum(self.parts().values())
+
+    @property
+    def fits(self) -> bool:
+        return self.bytes <= self.hbm_bytes
+
+    def parts(self) -> dict[str, float]:
+        return {"parameters": self.params_bytes, "gradients": self.grads_bytes, "optimizer": self.optimizer_bytes,
+                "gathered weights": self.gathered_weights_bytes, "activations": self.activation_bytes,
+                "logits": self.logits_bytes}
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        inner = ", ".join(f"{k} {f(v, 'B')}" for k, v in self.parts().items() if v)
+        return f"MemoryPerChip({f(self.bytes, 'B')} of {f(self.hbm_bytes, 'B')}{'' if self.fits else ' -- DOES NOT FIT'}: {inner})"
+
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    """The result of `estimate`: time, memory and utilisation of one training step.
+
+    Times are seconds per step on one chip. `comm_seconds` is each parallelism's collective time,
+    `exposed_seconds` the part of it not hidden behind compute; step = compute + exposed + bubble
+    + optimizer.
+    """
+
+    model_name: str
+    chip: Chip
+    topology: Topology
+    strategy: Strategy
+    placement: Placement
+    batch_tokens: float
+    seq_len: int
+    efficiency: float
+    microbatches: int
+    model_flops: float
+    hardware_flops: float
+    compute_seconds: float
+    comm_seconds: Mapping[str, float]
+    exposed_seconds: Mapping[str, float]
+    bubble_seconds: float
+    optimizer_seconds: float
+    step_seconds: float
+    memory: MemoryPerChip
+    collectives: tuple[StepCollective, ...] = field(repr=False)
+    peak_flops_per_s: float = 0.0
+
+    @property
+    def chips(self) -> int:
+        return self.topology.num_chips
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.fits
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch_tokens / self.step_seconds
+
+    @property
+    def tokens_per_s_per_chip(self) -> float:
+        return self.tokens_per_s / self.chips
+
+    @property
+    def model_flops_per_s_per_chip(self) -> float:
+        return self.model_flops / self.step_seconds / self.chips
+
+    @property
+    def mfu(self) -> float:
+        return self.model_flops_per_s_per_chip / self.peak_flops_per_s
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_flops / self.step_seconds / self.chips / self.peak_flops_per_s
+
+    @property
+    def exposed_comm_seconds(self) -> float:
+        return sum(self.exposed_seconds.values())
+
+    def days(self, tokens: float) -> float:
+        """Days to train on `tokens` tokens at this step rate."""
+        require_positive(tokens=tokens)
+        return tokens / self.tokens_per_s / 86400
+
+    def chip_hours(self, tokens: float) -> float:
+        return self.days(tokens) * 24 * self.chips
+
+    def cost_usd(self, tokens: float, usd_per_chip_hour: float | None = None) -> float:
+        """Chip-hours x price; the default price is the spec data's on-demand one, if any."""
+        price = usd_per_chip_hour if usd_per_chip_hour is not None else price_per_chip_hour(self.chip)
+        if price is None:
+            raise Error(f"no price per chip-hour for {self.chip.name} in the spec data; pass usd_per_chip_hour")
+        require_positive(usd_per_chip_hour=price)
+        return self.chip_hours(tokens) * price
+
+    def breakdown(self) -> dict[str, float]:
+        """Step seconds by part: compute, each exposed collective time, bubble, optimizer."""
+        d = {"compute": self.compute_seconds}
+        d.update({f"{k} (exposed)": v for k, v in self.exposed_seconds.items() if v > 0})
+        d["pipeline bubble"] = self.bubble_seconds
+        d["optimizer update"] = self.optimizer_seconds
+        return {k: v for k, v in d.items() if v > 0 or k == "compute"}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields (the `train-estimate --json` contract)."""
+        s = self.strategy
+        return {
+            "model": self.model_name, "chip": self.chip.name, "chips": self.chips, "topology": self.topology.shape,
+            "strategy": {**s.degrees(), "sequence_parallel": s.sequence_parallel, "schedule": s.schedule,
+                         "virtual_stages": s.virtual_stages, "microbatch": self.microbatch_seqs, "remat": s.remat,
+                         "zero": s.zero, "dtype": s.matmul_dtype, "label": s.label()},
+            "placement": {g: list(self.placement.groups[g]) for g in KINDS + ("ep",) if self.placement.size(g) > 1},
+            "batch_tokens": self.batch_tokens, "seq_len": self.seq_len, "microbatches": self.microbatches,
+            "efficiency": self.efficiency, "peak_flops_per_s": self.peak_flops_per_s,
+            "step_seconds": self.step_seconds, "tokens_per_s": self.tokens_per_s,
+            "tokens_per_s_per_chip": self.tokens_per_s_per_chip,
+            "model_flops_per_s_per_chip": self.model_flops_per_s_per_chip, "mfu": self.mfu, "hfu": self.hfu,
+            "model_flops_per_step": self.model_flops, "hardware_flops_per_step": self.hardware_flops,
+            "memory_bytes_per_chip": self.memory.bytes, "hbm_bytes_per_chip": self.memory.hbm_bytes,
+            "fits": self.fits,
+            "memory_bytes": {k.replace(" ", "_"): v for k, v in self.memory.parts().items()},
+            "compute_seconds": self.compute_seconds,
+            "comm_seconds": dict(self.comm_seconds), "exposed_seconds": dict(self.exposed_seconds),
+            "bubble_seconds": self.bubble_seconds, "optimizer_seconds": self.optimizer_seconds,
+            "breakdown_seconds": self.breakdown(),
+            "collectives": [
+                {"parallelism": c.parallelism, "purpose": c.purpose, "kind": c.kind, "axes": list(c.axes),
+                 "array_bytes": c.array_bytes, "count": c.count, "seconds_each": c.seconds} for c in self.collectives],
+        }
+
+    @property
+    def microbatch_seqs(self) -> int:
+        return int(round(self.batch_tokens / self.seq_len / self.strategy.data / self.microbatches))
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        fit = "fits" if self.fits else "DOES NOT FIT"
+        return (f"TrainingEstimate({self.model_name} on {self.chips} {self.chip.name}, {self.strategy.label()}: "
+                f"step {f(self.step_seconds, 's')}, MFU {100 * self.mfu:.1f}%, "
+                f"{f(self.tokens_per_s_per_chip, 'token/s')} per chip, memory {f(self.memory.bytes, 'B')} ({fit}))")
+
+    def _repr_html_(self) -> str:
+        f = units.format_quantity
+        rows = [(k, f(v, "s"), f"{100 * v / self.step_seconds:.1f}%") for k, v in self.breakdown().items()]
+        body = "".join(f"<tr><td>{a}</td><td style='text-align:right'>{b}</td><td style='text-align:right'>{c}</td>"
+                       f"</tr>" for a, b, c in rows)
+        mem = "".join(f"<tr><td>{k}</td><td style='text-align:right'>{f(v, 'B')}</td><td></td></tr>"
+                      for k, v in self.memory.parts().items() if v)
+        cap = (f"{self.model_name} on {self.chips} {self.chip.display_name}, {self.strategy.label()}: step "
+               f"{f(self.step_seconds, 's')}, MFU {100 * self.mfu:.1f}%, memory {f(self.memory.bytes, 'B')} of "
+               f"{f(self.memory.hbm_bytes, 'B')}")
+        return (f"<table><caption>{cap}</caption><thead><tr><th>part</th><th>seconds</th><th>share</th></tr></thead>"
+                f"<tbody>{body}<tr><th colspan=3 style='text-align:left'>memory per chip</th></tr>{mem}</tbody></table>")
+
+
+# --- validation --------------------------------------------------------------------------------
+
+def check_fits_model(model: Transformer, strategy: Strategy, seq_len: int) -> None:
+    """Raise `Error` where a degree cannot split this model (heads, width, layers, experts, T)."""
+    s = strategy
+    if model.heads % s.tp:
+        raise Error(f"tp={s.tp} must divide the {model.heads} query heads of {model.name}")
+    if s.tp > model.kv_heads and s.tp % model.kv_heads or s.tp < model.kv_heads and model.kv_heads % s.tp:
+        raise Error(f"tp={s.tp} and the {model.kv_heads} kv heads of {model.name} must divide one another")
+    width = model.d_ff or model.expert_d_ff
+    if width % s.tp:
+        raise Error(f"tp={s.tp} must divide the MLP width {width} of {model.name}")
+    if s.pp > model.layers:
+        raise Error(f"pp={s.pp} stages for {model.layers} layers: at most {model.layers}")
+    if s.pp * s.virtual_stages > model.layers:
+        raise Error(f"pp x virtual_stages = {s.pp * s.virtual_stages} exceeds the {model.layers} layers")
+    if s.ep > 1 and not model.is_moe:
+        raise Error(f"ep={s.ep} needs a mixture-of-experts model; {model.name} is dense")
+    if s.ep > 1 and model.routed_experts % s.ep:
+        raise Error(f"ep={s.ep} must divide the {model.routed_experts} routed experts of {model.name}")
+    if seq_len % s.cp:
+        raise Error(f"cp={s.cp} must divide the sequence length {seq_len}")
+
+
+def _microbatch(strategy: Strategy, replica_seqs: int) -> int:
+    if strategy.microbatch is not None:
+        return strategy.microbatch
+    return 1 if strategy.pp > 1 else replica_seqs
+
+
+def _batch(batch_tokens: float | None, batch_seqs: int | None, seq_len: int) -> float:
+    if (batch_tokens is None) == (batch_seqs is None):
+        raise Error("give exactly one of batch_tokens (tokens per step) or batch_seqs (sequences per step)")
+    if batch_seqs is not None:
+        if isinstance(batch_seqs, bool) or not isinstance(batch_seqs, int) or batch_seqs < 1:
+            raise Error(f"batch_seqs must be a positive integer, got {batch_seqs!r}")
+        return float(batch_seqs * seq_len)
+    require_positive(batch_tokens=batch_tokens)
+    seqs = batch_tokens / seq_len
+    if abs(seqs - round(seqs)) > 1e-9 or seqs < 1:
+        raise Error(f"batch_tokens={batch_tokens:g} is not a whole number of {seq_len}-token sequences")
+    return float(batch_tokens)
+
+
+def setting(model: Transformer, *, topology: Topology, strategy: Strategy, batch_tokens: float, seq_len: int,
+            efficiency: float | None) -> step.Setting:
+    """The strategy-independent inputs of the step model (dtypes come from `strategy`)."""
+    c = topology.chip
+    eff = default_efficiency(c) if efficiency is None else efficiency
+    require_positive(efficiency=eff)
+    if eff > 1:
+        raise Error(f"efficiency is a fraction of peak FLOP/s, at most 1; got {eff:g}")
+    s = strategy
+    b = units.dtype_bytes
+    master = b(s.master_dtype) if s.master_dtype else 0.0
+    return step.Setting(
+        model=model, facts=step.model_facts(model, seq_len), topology=topology, batch_tokens=batch_tokens,
+        seq_len=seq_len, peak_flops_per_s=c.peak_flops_per_s(c.compute_dtype(s.matmul_dtype)), efficiency=eff,
+        param_bytes=b(s.param_dtype), grad_bytes=b(s.grad_dtype),
+        optimizer_bytes_per_param=2 * b(s.optimizer_dtype) + master, activation_bytes=b(s.activation_dtype),
+        flash_attention=s.flash_attention, activation_dtype=s.activation_dtype)
+
+
+def arrays(strategies: "list[Strategy]", micro: "list[int]") -> dict[str, np.ndarray]:
+    """The `step.evaluate` input arrays for a list of strategies and their microbatch sizes."""
+    col = lambda f: np.array([f(s) for s in strategies])  # noqa: E731
+    return dict(dp=col(lambda s: s.dp), fsdp=col(lambda s: s.fsdp), tp=col(lambda s: s.tp), pp=col(lambda s: s.pp),
+                ep=col(lambda s: s.ep), cp=col(lambda s: s.cp), virtual_stages=col(lambda s: s.virtual_stages),
+                microbatch=np.array(micro), remat=col(lambda s: POLICY_NAMES.index(s.remat)),
+                sp=col(lambda s: int(s.sequence_parallel)), zero=col(lambda s: s.zero),
+                schedule=col(lambda s: step.SCHEDULE_INDEX[s.schedule]), tp_overlap=col(lambda s: int(s.tp_overlap)))
+
+
+# --- estimate ----------------------------------------------------------------------------------
+
+def _resolve_topology(chip, chips, topology) -> Topology:
+    if topology is not None:
+        if not isinstance(topology, Topology):
+            raise Error(f"topology must be a scalebook.topology.Topology, got {type(topology).__name__}")
+        if chip is not None and _chip(chip).name != topology.chip.name:
+            raise Error(f"chip {_chip(chip).name} differs from the topology's {topology.chip.name}")
+        if chips is not None and chips != topology.num_chips:
+            raise Error(f"chips={chips} but the topology has {topology.num_chips}")
+        return topology
+    if chip is None or chips is None:
+        raise Error("give chip and chips, or a topology")
+    return for_chips(chip, chips)
+
+
+def estimate(model: Transformer, *, strategy: Strategy, seq_len: int, batch_tokens: float | None = None,
+             batch_seqs: int | None = None, chip: "str | Chip | None" = None, chips: int | None = None,
+             topology: Topology | None = None, efficiency: float | None = None) -> TrainingEstimate:
+    """Time, memory and MFU of one training step of `model` under `strategy` (Chapter 5).
+
+    Give the chips as `chip` and `chips` (laid out by `topology.for_chips`) or as a `topology`.
+    The batch is `batch_tokens` or `batch_seqs` per step, of `seq_len` tokens each. The step model
+    and its assumptions: `scalebook.step`; conventions: this module's docstring.
+    """
+    if not isinstance(model, Transformer):
+        raise Error(f"model must be a scalebook.models.Transformer (e.g. models.preset('llama3-70b')), "
+                    f"got {type(model).__name__}")
+    if not isinstance(strategy, Strategy):
+        raise Error(f"strategy must be a scalebook.training.Strategy, got {type(strategy).__name__}")
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
+        raise Error(f"seq_len must be a positive integer, got {seq_len!r}")
+    topo = _resolve_topology(chip, chips, topology)
+    tokens = _batch(batch_tokens, batch_seqs, seq_len)
+    check_fits_model(model, strategy, seq_len)
+    pl = place(strategy, topo)
+    seqs = round(tokens / seq_len)
+    if seqs % strategy.data:
+        raise Error(f"{seqs} sequences per step do not split over dp x fsdp = {strategy.data} replicas; "
+                    f"use a batch that is a multiple of {strategy.data} sequences")
+    replica = seqs // strategy.data
+    mb = _microbatch(strategy, replica)
+    if replica % mb:
+        raise Error(f"microbatch={mb} does not divide the {replica} sequences of each data-parallel replica")
+    st = setting(model, topology=topo, strategy=strategy, batch_tokens=tokens, seq_len=seq_len, efficiency=efficiency)
+    groups = {g: step.stack([step.describe(pl, g)]) for g in pl.groups}
+    r = {k: np.broadcast_to(v, (1,))[0] for k, v in step.evaluate(st, arrays([strategy], [mb]), groups).items()}
+    kinds = ("tp", "fsdp", "dp", "pp", "ep", "cp")
+    mem = MemoryPerChip(params_bytes=r["params_bytes"], grads_bytes=r["grads_bytes"],
+                        optimizer_bytes=r["optimizer_bytes"], gathered_weights_bytes=r["gathered_weights_bytes"],
+                        activation_bytes=r["activation_bytes"], logits_bytes=r["logits_bytes"],
+                        hbm_bytes=topo.chip.hbm_bytes)
+    return TrainingEstimate(
+        model_name=model.name, chip=topo.chip, topology=topo, strategy=strategy, placement=pl,
+        batch_tokens=tokens, seq_len=seq_len, efficiency=st.efficiency, microbatches=int(round(r["microbatches"])),
+        model_flops=float(r["model_flops"]), hardware_flops=float(r["hardware_flops"]),
+        compute_seconds=float(r["compute"]), comm_seconds={k: float(r[k]) for k in kinds},
+        exposed_seconds={k: float(r[f"exposed_{k}"]) for k in kinds}, bubble_seconds=float(r["bubble"]),
+        optimizer_seconds=float(r["optimizer"]), step_seconds=float(r["step"]), memory=mem,
+        collectives=_collectives(st, strategy, pl, r), peak_flops_per_s=st.peak_flops_per_s)
+
+
+def _collectives(st: step.Setting, s: Strategy, pl: Placement, r: Mapping[str, float]) -> tuple[StepCollective, ...]:
+    """The step's collectives priced one by one with `collectives.cost` (the chapter 3 formulas)."""
+    topo, n, m = pl.topology, r["microbatches"], st.facts
+    b_act = units.dtype_bytes(st.activation_dtype)
+    tok = st.batch_tokens / st.seq_len / s.data / n * st.seq_len / s.cp
+    layers = r["stage_layers"]
+    full = s.remat == "full"
+    out: list[StepCollective] = []
+
+    def add(par, purpose, kind, group, v, count, per_layer):
+        axes = pl.groups[group]
+        if not axes or pl.size(group) == 1 or v <= 0 or count <= 0:
+            return
+        c = collectives.cost(kind, topo, axes=axes, bytes_=v)
+        out.append(StepCollective(parallelism=par, purpose=purpose, kind=c.kind, axes=axes, array_bytes=v,
+                                  count=float(count), per_layer=per_layer, seconds=c.seconds))
+
+    v_tp = tok * m.d_model * b_act
+    per = (2 + (1 if full else 0)) * layers * n
+    if s.sequence_parallel:
+        add("tp", "activations gathered before attention and MLP (forward, recompute)", "all-gather", "tp", v_tp, per, True)
+        add("tp", "partial outputs reduce-scattered after attention and MLP (forward, recompute)", "reduce-scatter",
+            "tp", v_tp, per, True)
+        add("tp", "input gradients gathered and reduce-scattered (backward)", "all-gather", "tp", v_tp, 2 * layers * n, True)
+        add("tp", "input gradients reduce-scattered (backward)", "reduce-scatter", "tp", v_tp, 2 * layers * n, True)
+    else:
+        add("tp", "partial outputs of attention and MLP summed (forward, recompute)", "all-reduce", "tp", v_tp, per, True)
+        add("tp", "input gradients of attention and MLP summed (backward)", "all-reduce", "tp", v_tp, 2 * layers * n, True)
+    dense, expert = r["dense_stage_params"], r["expert_stage_params"]
+    layer_w = dense / max(layers, 1)
+    add("fsdp", "weights gathered before the forward pass", "all-gather", "fsdp", layer_w * st.param_bytes / s.tp,
+        layers * n, True)
+    add("fsdp", "weights gathered again for the backward pass", "all-gather", "fsdp", layer_w * st.param_bytes / s.tp,
+        layers * n, True)
+    add("fsdp", "weight gradients reduce-scattered", "reduce-scatter", "fsdp", layer_w * st.grad_bytes / s.tp,
+        layers * n, True)
+    if m.moe_layers:
+        ew = expert / max(layers, 1)
+        add("fsdp", "expert weights gathered (forward and backward)", "all-gather", "expert_fsdp",
+            ew * st.param_bytes / (s.tp * s.ep), 2 * layers * n, True)
+        add("fsdp", "expert gradients reduce-scattered", "reduce-scatter", "expert_fsdp",
+            ew * st.grad_bytes / (s.tp * s.ep), layers * n, True)
+    efsdp = s.fsdp // s.ep if s.ep <= s.fsdp else 1
+    add("dp", "weight gradients summed over data-parallel replicas", "all-reduce", "grad",
+        dense * st.grad_bytes / (s.tp * s.fsdp), 1, False)
+    add("dp", "expert gradients summed over their replicas", "all-reduce", "expert_grad",
+        expert * st.grad_bytes / (s.tp * s.ep * efsdp), 1, False)
+    v_pp = s.pp * tok * m.d_model * b_act / (s.tp if s.sequence_parallel else 1)
+    add("pp", "activations to the next stage and gradients back", "collective-permute", "pp", v_pp,
+        2 * s.virtual_stages * n, False)
+    if m.moe_layers:
+        moe = m.moe_layers * layers / m.layers
+        add("ep", "tokens sent to their experts and back (dispatch, combine)", "all-to-all", "ep",
+            s.ep * (tok / s.tp) * m.experts_per_token * m.d_model * b_act, (4 + (2 if full else 0)) * moe * n, True)
+    kv = tok * 2 * m.kv_width * b_act / min(s.tp, m.kv_heads)
+    add("cp", "keys and values passed round the ring (ring attention)", "collective-permute", "cp", s.cp * kv,
+        (3 + (1 if full else 0)) * (s.cp - 1) * layers * n, True)
+    return tuple(out)
+
+
+# --- thresholds (Chapter 5) ----------------------------------------------------------------------
+
+def critical_batch_per_chip(model: Transformer, *, strategy: Strategy, seq_len: int,
+                            chip: "str | Chip | None" = None, chips: int | None = None,
+                            topology: Topology | None = None, efficiency: float | None = None) -> float:
+    """Tokens per chip per step above which the FSDP and DP traffic hides behind compute.
+
+    FSDP and DP move the weights whatever the batch, while compute grows with it, so each has a
+    batch B* where its time equals the compute that hides it (all of a microbatch for FSDP, its
+    backward pass for DP). This returns the largest B* of the two, in tokens per chip, for one
+    microbatch per step; `estimate` has no exposed FSDP or DP time at and above it. Returns 0 when
+    the strategy has no FSDP or DP traffic.
+    """
+    topo = _resolve_topology(chip, chips, topology)
+    mb = strategy.microbatch or 1
+    base = estimate(model, strategy=strategy.replace(microbatch=mb), seq_len=seq_len, batch_seqs=strategy.data * mb,
+                    topology=topo, efficiency=efficiency)
+    per_chip = base.batch_tokens / base.chips
+    compute = base.compute_seconds / per_chip  # per token per chip; comm does not depend on the batch
+    bwd = compute * _backward_share(base)
+    needs = [base.comm_seconds["fsdp"] / compute if base.comm_seconds["fsdp"] else 0.0,
+             base.comm_seconds["dp"] / bwd if base.comm_seconds["dp"] else 0.0]
+    return max(needs)
+
+
+def _backward_share(e: TrainingEstimate) -> float:
+    """Share of the hardware FLOPs spent in the backward pass (as `step.evaluate`'s c_bwd)."""
+    fwd_model = e.model_flops / 3
+    remat = e.hardware_flops - e.model_flops
+    return (2 * fwd_model + remat) / e.hardware_flops
+
+
+def rule_of_thumb_batch_per_chip(chip: "str | Chip", *, link: str = "ici", grad_dtype: str = "bf16",
+                                 tp: int = 1) -> float:
+    """Chapter 5's rule: DP or FSDP is compute-bound above about peak / W tokens per chip (over tp).
+
+    FSDP moves 3 x P x b bytes per step (two gathers, one scatter) against 6 P B FLOPs of compute;
+    DP moves 2 x P x b against a backward of 4 P B. Both give B > (b / 2) x peak / W in tokens per
+    chip, peak / W for bf16; with tp-way tensor parallelism each chip holds 1/tp of the weights, so
+    the bound drops by tp. W is the per-chip bandwidth of `link`: 'ici' (bidirectional, with
+    wraparound), 'nvlink', 'infiniband' or 'dcn' (the chip's NIC share). Large-N limit: the
+    (N - 1) / N factors that `estimate` keeps are dropped here.
+    """
+    c = _chip(chip)
+    w = link_bytes_per_s(c, link)
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise Error(f"tp must be a positive integer, got {tp!r}")
+    return units.dtype_bytes(grad_dtype) / 2 * c.peak_flops_per_s("bf16") / w / tp
+
+
+def link_bytes_per_s(chip: "str | Chip", link: str) -> float:
+    """Per-chip collective bandwidth W of a kind of link, as `topology` builds its axes."""
+    c = _chip(chip)
+    if link == "ici":
+        if not c.is_tpu:
+            raise Error(f"{c.name} is a GPU: its fast link is 'nvlink'")
+        return c.ici_bidi_bytes_per_s
+    if link == "nvlink":
+        if c.is_tpu:
+            raise Error(f"{c.name} is a TPU: its fast link is 'ici'")
+        return c.ici_one_way_bytes_per_s
+    if link == "infiniband":
+        if c.is_tpu:
+            raise Error(f"{c.name} is a TPU: between slices it uses 'dcn'")
+        return c.node_egress_bytes_per_s / c.nvlink_domain
+    if link == "dcn":
+        if not c.dcn_bytes_per_s:
+            raise Error(f"{c.name} has no DCN figure in the spec table")
+        return c.dcn_bytes_per_s
+    raise Error(f"unknown link {link!r}; valid: ici, nvlink, infiniband, dcn")
+
+
+def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = None,
+                  activation_dtype: str = "bf16", efficiency: float = 1.0) -> float:
+    """Largest tensor-parallel degree whose activation AllReduces stay hidden-able by compute.
+
+    Per layer and token, TP moves 4 AllReduces of D activations (each 2 D b / W in the large-N
+    limit) = 8 D b / W seconds, while each chip computes 6 P_layer / (tp x peak); compute covers
+    the traffic while tp <= 6 P_layer W / (8 D b peak). For a standard layer (P_layer = 12 D^2)
+    that is about 9 D W / (b peak): the wider the model, the more TP it can take. `link` defaults
+    to the chip's fast link (ICI or NVLink).
+    """
+    c = _chip(chip)
+    w = link_bytes_per_s(c, link or ("ici" if c.is_tpu else "nvlink"))
+    facts = step.model_facts(model, 0)
+    layer = (facts.layer_dense_params + facts.layer_expert_params * (model.experts_per_token /
+             max(model.routed_experts, 1))) / model.layers
+    peak = c.peak_flops_per_s("bf16") * efficiency
+    return 6 * layer * w / (8 * model.d_model * units.dtype_bytes(activation_dtype) * peak)
+
+
+# --- calibration -------------------------------------------------------------------------------
+
+def refit_default_efficiency(family: str) -> float:
+    """Fit the default efficiency of a chip family ('tpu' or 'gpu') again on its anchor run.
+
+    The anchor run and the figure it reports are named in `data/training_efficiency.json`
+    (PaLM 540B's MFU for TPUs, Megatron-LM 1T's HFU for GPUs); the run itself comes from
+    `scalebook.runs`. `tools/fit_efficiency.py` writes the result back to the data file.
+    """
+    from . import runs
+    entry = load("training_efficiency").get(family)
+    if entry is None:
+        raise Error(f"unknown chip family {family!r}; valid: tpu, gpu")
+    run = runs.published_run(entry["run"])
+    kw = run.estimate_kwargs()
+    strategy = Strategy(**kw.pop("strategy_kwargs"))
+    target = getattr(run, f"reported_{entry['metric']}")
+    return fit_efficiency(run.model_config(), target=target, metric=entry["metric"], strategy=strategy, **kw)
+
+
+def fit_efficiency(model: Transformer, *, target: float, metric: str = "mfu", **estimate_kwargs) -> float:
+    """The `efficiency` at which `estimate(model, **estimate_kwargs)` reports `metric` = `target`.
+
+    Bisection on efficiency in (0, 1]; `metric` is 'mfu', 'hfu' or 'model_flops_per_s_per_chip'.
+    Chapter 6 fits the package's defaults this way on PaLM 540B (TPU) and Megatron-LM 1T (GPU).
+    """
+    if metric not in ("mfu", "hfu", "model_flops_per_s_per_chip"):
+        raise Error(f"unknown metric {metric!r}; valid: mfu, hfu, model_flops_per_s_per_chip")
+    require_positive(target=target)
+    get = lambda eff: getattr(estimate(model, efficiency=eff, **estimate_kwargs), metric)  # noqa: E731
+    lo, hi = 1e-4, 1.0
+    if get(hi) < target:
+        raise Error(f"even at 100% matmul efficiency the model gives {metric} {get(hi):.3g} < {target:.3g}: "
+                    "communication alone is too slow for the target")
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if get(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
