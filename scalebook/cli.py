@@ -14,7 +14,8 @@ from typing import Any, Callable, Sequence
 from .errors import Error
 
 #: Modules under scalebook.commands, each with `register(subparsers)`; order is help order.
-COMMAND_MODULES = ("specs", "roofline", "measure", "grade", "models", "model", "collective", "shard_matmul")
+COMMAND_MODULES = ("specs", "roofline", "measure", "grade", "models", "model", "collective", "shard_matmul",
+                   "train_estimate", "plan")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -329,3 +329,68 @@ def _build(name: str) -> Transformer:
                   mla_q_compression_dim=c.get("mla_q_compression_dim", 0),
                   mla_rope_head_dim=c.get("mla_rope_head_dim", 0))
     return Transformer(**kw)
+
+
+#: Other names for `Transformer` fields that config files use (Hugging Face, Megatron, papers).
+FIELD_ALIASES = {
+    "n_layers": "layers", "num_layers": "layers", "num_hidden_layers": "layers", "n_layer": "layers",
+    "hidden_size": "d_model", "dim": "d_model", "n_embd": "d_model", "model_dim": "d_model",
+    "n_heads": "heads", "num_heads": "heads", "num_attention_heads": "heads", "n_head": "heads",
+    "n_kv_heads": "kv_heads", "num_key_value_heads": "kv_heads", "num_kv_heads": "kv_heads",
+    "intermediate_size": "d_ff", "ffn_dim": "d_ff", "ffn_hidden_size": "d_ff", "mlp_dim": "d_ff",
+    "vocab_size": "vocab", "padded_vocab_size": "vocab",
+    "experts": "routed_experts", "num_experts": "routed_experts", "n_routed_experts": "routed_experts",
+    "num_local_experts": "routed_experts", "top_k": "experts_per_token", "num_experts_per_tok": "experts_per_token",
+    "moe_intermediate_size": "expert_d_ff", "n_shared_experts": "shared_experts",
+    "first_k_dense_replace": "dense_layers", "kv_lora_rank": "mla_kv_compression_dim",
+    "q_lora_rank": "mla_q_compression_dim", "qk_rope_head_dim": "mla_rope_head_dim",
+    "max_position_embeddings": "train_seq_len", "seq_len": "train_seq_len", "tie_word_embeddings": "tied_embeddings",
+}
+
+
+def from_dict(fields: "dict[str, object]") -> Transformer:
+    """A `Transformer` from a dict of its fields (aliases in `FIELD_ALIASES` accepted).
+
+    Used by the CLI's MODEL argument when it names a JSON file. Unknown keys raise `Error`
+    listing the valid ones; a missing required field (layers, d_model, heads, vocab) too.
+    """
+    if not isinstance(fields, dict):
+        raise Error(f"a model file must hold a JSON object of Transformer fields, got {type(fields).__name__}")
+    valid = {f.name for f in dataclasses.fields(Transformer)}
+    kw: dict = {}
+    for key, value in fields.items():
+        name = FIELD_ALIASES.get(key, key)
+        if name not in valid:
+            raise Error(f"unknown model field {key!r}; valid: {', '.join(sorted(valid))}")
+        if name in kw:
+            raise Error(f"model field {name!r} is given twice (as {key!r} and another name)")
+        kw[name] = value
+    missing = [n for n in ("layers", "d_model", "heads", "vocab") if n not in kw]
+    if missing:
+        raise Error(f"model file lacks {', '.join(missing)}; required: layers, d_model, heads, vocab")
+    if "mlp" not in kw and kw.get("d_ff") is None and not kw.get("routed_experts"):
+        raise Error("model file needs d_ff (the MLP width) or experts")
+    return Transformer(**kw)
+
+
+def from_spec(spec: str) -> Transformer:
+    """A preset by name, or a model from a JSON file of `Transformer` fields (`from_dict`)."""
+    import json
+    import os
+
+    if not isinstance(spec, str) or not spec:
+        raise Error("name a preset or a JSON file of Transformer fields")
+    if spec in _PRESETS:
+        return preset(spec)
+    if not (spec.endswith(".json") or os.path.sep in spec or os.path.exists(spec)):
+        choose("model", spec, preset_names() + ["<path to a .json file of Transformer fields>"])
+    try:
+        with open(spec, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as e:
+        raise Error(f"cannot read model file {spec!r}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise Error(f"model file {spec!r} is not valid JSON: {e}") from None
+    if isinstance(data, dict) and "name" not in data:
+        data = {"name": os.path.splitext(os.path.basename(spec))[0], **data}
+    return from_dict(data)

@@ -9,7 +9,7 @@ per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L
   recomputed FLOPs per token of the remat policy;
 - TP: (4 + 2 if full remat) AllReduces of tok x D activations per layer over tp (sequence
   parallelism swaps each for an AllGather + ReduceScatter: the same time);
-- FSDP: per microbatch, the stage's weights AllGathered twice (forward, backward) and their
+- FSDP: per microbatch and layer, the layer's weights AllGathered twice (forward, backward) and their
   gradients ReduceScattered once over fsdp (experts over the fsdp axes outside ep); hidden
   behind the microbatch's compute when shorter;
 - DP: gradients of the chip's shard AllReduced once per step over dp and cp; hidden behind the
@@ -257,11 +257,13 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
 
     dense_w = m.layer_dense_params * frac + m.other_params / np.minimum(pp, 2)
     expert_w = m.layer_expert_params * frac
-    fsdp_gather = price("all-gather", g["fsdp"], dense_w * s.param_bytes / tp) \
-        + price("all-gather", g["expert_fsdp"], expert_w * s.param_bytes / (tp * ep))
-    fsdp_scatter = price("reduce-scatter", g["fsdp"], dense_w * s.grad_bytes / tp) \
-        + price("reduce-scatter", g["expert_fsdp"], expert_w * s.grad_bytes / (tp * ep))
-    t_fsdp = 2 * fsdp_gather + fsdp_scatter
+    # FSDP moves one layer at a time (a layer's share of the stage's weights, embeddings included).
+    dense_l, expert_l = dense_w / stage_layers, expert_w / stage_layers
+    fsdp_gather = price("all-gather", g["fsdp"], dense_l * s.param_bytes / tp) \
+        + price("all-gather", g["expert_fsdp"], expert_l * s.param_bytes / (tp * ep))
+    fsdp_scatter = price("reduce-scatter", g["fsdp"], dense_l * s.grad_bytes / tp) \
+        + price("reduce-scatter", g["expert_fsdp"], expert_l * s.grad_bytes / (tp * ep))
+    t_fsdp = stage_layers * (2 * fsdp_gather + fsdp_scatter)
 
     efsdp = np.where(ep <= fsdp, fsdp / ep, 1.0)
     t_dp = price("all-reduce", g["grad"], dense_w * s.grad_bytes / (tp * fsdp)) \

@@ -106,7 +106,7 @@ class MemoryPerChip:
 
     @property
     def fits(self) -> bool:
-        return self.bytes <= self.hbm_bytes
+        return bool(self.bytes <= self.hbm_bytes)
 
     def parts(self) -> dict[str, float]:
         return {"parameters": self.params_bytes, "gradients": self.grads_bytes, "optimizer": self.optimizer_bytes,
@@ -221,7 +221,7 @@ class TrainingEstimate:
             "model_flops_per_s_per_chip": self.model_flops_per_s_per_chip, "mfu": self.mfu, "hfu": self.hfu,
             "model_flops_per_step": self.model_flops, "hardware_flops_per_step": self.hardware_flops,
             "memory_bytes_per_chip": self.memory.bytes, "hbm_bytes_per_chip": self.memory.hbm_bytes,
-            "fits": self.fits,
+            "fits": bool(self.fits),
             "memory_bytes": {k.replace(" ", "_"): v for k, v in self.memory.parts().items()},
             "compute_seconds": self.compute_seconds,
             "comm_seconds": dict(self.comm_seconds), "exposed_seconds": dict(self.exposed_seconds),
@@ -410,7 +410,7 @@ def _collectives(st: step.Setting, s: Strategy, pl: Placement, r: Mapping[str, f
                                   count=float(count), per_layer=per_layer, seconds=c.seconds))
 
     v_tp = tok * m.d_model * b_act
-    per = (2 + (1 if full else 0)) * layers * n
+    per = (2 + (2 if full else 0)) * layers * n
     if s.sequence_parallel:
         add("tp", "activations gathered before attention and MLP (forward, recompute)", "all-gather", "tp", v_tp, per, True)
         add("tp", "partial outputs reduce-scattered after attention and MLP (forward, recompute)", "reduce-scatter",
@@ -536,7 +536,7 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
     """
     c = _chip(chip)
     w = link_bytes_per_s(c, link or ("ici" if c.is_tpu else "nvlink"))
-    facts = step.model_facts(model, 0)
+    facts = step.model_facts(model, 1)
     layer = (facts.layer_dense_params + facts.layer_expert_params * (model.experts_per_token /
              max(model.routed_experts, 1))) / model.layers
     peak = c.peak_flops_per_s("bf16") * efficiency

@@ -1,0 +1,325 @@
+"""scalebook.training and scalebook.strategy: the step model on hand-worked cases, and its rules."""
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import scalebook
+from scalebook import collectives, models, runs, step, topology, training
+from scalebook.strategy import Strategy, place
+
+SMALL = models.Transformer(name="small", layers=8, d_model=1024, heads=16, kv_heads=4, d_ff=4096, vocab=32000)
+H100 = scalebook.chip("h100")
+
+
+def _est(strategy, *, chip="h100", chips=None, model=SMALL, seq_len=2048, batch_seqs=64, **kw):
+    return training.estimate(model, strategy=strategy, seq_len=seq_len, batch_seqs=batch_seqs, chip=chip,
+                             chips=chips or strategy.chips, **kw)
+
+
+# --- Strategy and placement --------------------------------------------------------------------
+
+def test_strategy_counts_its_chips():
+    assert Strategy(dp=2, fsdp=4, tp=8, pp=2, cp=2).chips == 256
+
+
+@pytest.mark.parametrize("kw", [dict(dp=0), dict(tp=1.5), dict(ep=3, fsdp=4), dict(remat="some"),
+                                dict(schedule="zigzag"), dict(zero=3), dict(matmul_dtype="int3"),
+                                dict(microbatch=0), dict(ep=4, fsdp=8, dp=1) | dict(fsdp=6, ep=4, dp=2)])
+def test_bad_strategy_raises_error(kw):
+    with pytest.raises(scalebook.Error):
+        Strategy(**kw)
+
+
+def test_virtual_stages_imply_the_interleaved_schedule():
+    assert Strategy(pp=4, virtual_stages=2).schedule == "interleaved"
+
+
+def test_tensor_parallelism_gets_the_fastest_links_on_a_gpu_cluster():
+    pl = place(Strategy(dp=4, tp=8), topology.for_chips("h100", 32))
+    assert pl.networks("tp") == ("nvlink",)
+    assert pl.networks("dp") == ("infiniband",)
+
+
+def test_a_degree_larger_than_a_node_spans_nvlink_and_infiniband():
+    pl = place(Strategy(fsdp=16), topology.for_chips("h100", 16))
+    assert pl.networks("fsdp") == ("nvlink", "infiniband")
+
+
+def test_part_of_a_torus_axis_runs_at_the_one_way_figure():
+    topo = topology.slice("tpu-v5e", "16x16")
+    pl = place(Strategy(tp=4, fsdp=64), topo)
+    tp_axis = pl.topology.axis(pl.groups["tp"][0])
+    assert tp_axis.size == 4 and not tp_axis.wraparound
+    assert tp_axis.bytes_per_s == topo.chip.ici_one_way_bytes_per_s
+
+
+def test_a_whole_torus_axis_keeps_its_wraparound():
+    pl = place(Strategy(tp=16, fsdp=16), topology.slice("tpu-v5e", "16x16"))
+    assert [pl.topology.axis(a).wraparound for a in pl.groups["tp"]] == [True]
+
+
+def test_data_parallelism_goes_over_dcn_between_slices():
+    pl = place(Strategy(fsdp=256, dp=2), topology.for_chips("tpu-v5e", 512))
+    assert pl.networks("dp") == ("dcn",)
+    assert pl.networks("fsdp") == ("ici",)
+
+
+def test_experts_sit_inside_the_data_axes():
+    pl = place(Strategy(fsdp=8, ep=4), topology.for_chips("h100", 8))
+    assert pl.size("ep") == 4 and pl.size("expert_fsdp") == 2 and pl.size("expert_grad") == 1
+
+
+def test_explicit_placement_uses_the_named_axes():
+    topo = topology.for_mesh("tpu-v5e", {"fsdp": 4, "tp": 2})
+    pl = place(Strategy(fsdp=4, tp=2, placement={"fsdp": ("fsdp",), "tp": ("tp",)}), topo)
+    assert pl.groups["fsdp"] == ("fsdp",) and pl.groups["tp"] == ("tp",)
+
+
+def test_placement_must_match_the_chip_count():
+    with pytest.raises(scalebook.Error, match="chips"):
+        place(Strategy(dp=4), topology.for_chips("h100", 8))
+
+
+def test_degree_that_does_not_divide_an_axis_is_refused():
+    with pytest.raises(scalebook.Error, match="divide"):
+        place(Strategy(tp=3, dp=8), topology.for_chips("h100", 24))
+
+
+# --- pricing agrees with chapter 3's collectives --------------------------------------------------
+
+TOPOLOGIES = [topology.for_chips("h100", 64), topology.for_chips("tpu-v5p", 128), topology.for_chips("tpu-v5e", 512),
+              topology.for_chips("a100", 32), topology.slice("tpu-v5e", "8x16")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(TOPOLOGIES), st.sampled_from(collectives.KINDS), st.integers(0, 6), st.integers(0, 3),
+       st.floats(1e3, 1e10))
+def test_vectorised_price_equals_collectives_cost(topo, kind, log_tp, log_cp, v):
+    tp, cp = 2 ** log_tp, 2 ** log_cp
+    if topo.num_chips % (tp * cp):
+        return
+    pl = place(Strategy(tp=tp, cp=cp, fsdp=topo.num_chips // (tp * cp)), topo)
+    for group in ("tp", "cp", "fsdp"):
+        got = float(step.price(kind, step.stack([step.describe(pl, group)]), v)[0])
+        want = collectives.cost(kind, pl.topology, axes=pl.groups[group], bytes_=v).seconds if pl.groups[group] else 0.0
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-18)
+
+
+def test_each_parallelism_time_is_the_sum_of_its_collectives():
+    moe = models.preset("mixtral-8x7b")
+    e = training.estimate(moe, strategy=Strategy(fsdp=8, ep=8, tp=2, pp=2, cp=2, sequence_parallel=True, remat="full"),
+                          seq_len=4096, batch_seqs=64, chip="h100", chips=64)
+    for kind in ("tp", "fsdp", "dp", "pp", "ep", "cp"):
+        total = sum(c.total_seconds for c in e.collectives if c.parallelism == kind)
+        assert total == pytest.approx(e.comm_seconds[kind], rel=1e-9), kind
+
+
+# --- hand-worked cases -------------------------------------------------------------------------
+
+def test_compute_time_is_training_flops_over_chips_and_achieved_peak():
+    e = _est(Strategy(dp=8), efficiency=0.5)
+    flops = 3 * scalebook.transformer.flops_per_token(SMALL, seq_len=2048).forward_flops * 64 * 2048
+    assert e.compute_seconds == pytest.approx(flops / (8 * H100.peak_flops_per_s("bf16") * 0.5))
+
+
+def test_data_parallel_allreduce_moves_the_gradients_once():
+    e = _est(Strategy(dp=8))
+    grads = scalebook.transformer.params(SMALL).total_params * 2
+    assert e.comm_seconds["dp"] == pytest.approx(2 * grads * 7 / 8 / H100.ici_one_way_bytes_per_s)
+
+
+def test_fsdp_gathers_twice_and_scatters_once_per_layer_and_microbatch():
+    e = _est(Strategy(fsdp=8, microbatch=2))
+    per_layer = [c for c in e.collectives if c.parallelism == "fsdp"]
+    assert [c.kind for c in per_layer] == ["all-gather", "all-gather", "reduce-scatter"]
+    assert all(c.count == SMALL.layers * e.microbatches for c in per_layer)
+    assert e.microbatches == 4
+    weights = scalebook.transformer.params(SMALL).total_params * 2
+    assert sum(c.array_bytes * c.count for c in per_layer) == pytest.approx(3 * weights * 4)
+
+
+def test_tensor_parallelism_allreduces_activations_four_times_a_layer():
+    e = _est(Strategy(tp=8))
+    tp = [c for c in e.collectives if c.parallelism == "tp"]
+    assert sum(c.count for c in tp) == 4 * SMALL.layers
+    assert tp[0].array_bytes == 64 * 2048 * SMALL.d_model * 2
+
+
+def test_full_remat_adds_two_tp_allreduces_a_layer_and_raises_hfu():
+    plain, remat = _est(Strategy(tp=8)), _est(Strategy(tp=8, remat="full"))
+    assert sum(c.count for c in remat.collectives) == sum(c.count for c in plain.collectives) + 2 * SMALL.layers
+    assert remat.hardware_flops > remat.model_flops == plain.model_flops
+
+
+def test_sequence_parallelism_splits_activations_not_time():
+    plain, sp = _est(Strategy(tp=8)), _est(Strategy(tp=8, sequence_parallel=True))
+    assert sp.step_seconds == pytest.approx(plain.step_seconds)
+    assert sp.memory.activation_bytes < plain.memory.activation_bytes
+
+
+def test_pipeline_bubble_is_stages_minus_one_over_virtual_stages_slots():
+    e = _est(Strategy(pp=4, dp=2, microbatch=1))  # 32 microbatches per replica
+    stage = (e.step_seconds - e.bubble_seconds - e.exposed_seconds["dp"] - e.optimizer_seconds) / e.microbatches
+    assert e.bubble_seconds == pytest.approx(3 * stage)
+    v2 = _est(Strategy(pp=4, dp=2, microbatch=1, virtual_stages=2))
+    assert v2.bubble_seconds < e.bubble_seconds
+
+
+def test_adam_state_is_twelve_bytes_a_parameter_and_zero_one_shards_it():
+    p = scalebook.transformer.params(SMALL).total_params
+    assert _est(Strategy(dp=8)).memory.optimizer_bytes == pytest.approx(12 * p)
+    assert _est(Strategy(dp=8, zero=1)).memory.optimizer_bytes == pytest.approx(12 * p / 8)
+
+
+def test_mfu_counts_model_flops_and_hfu_counts_recomputation():
+    e = _est(Strategy(fsdp=8, remat="full"))
+    assert e.mfu == pytest.approx(e.model_flops / (e.step_seconds * 8 * H100.peak_flops_per_s("bf16")))
+    assert e.hfu / e.mfu == pytest.approx(e.hardware_flops / e.model_flops)
+
+
+def test_fp8_matmuls_use_the_fp8_peak_where_the_chip_has_one():
+    bf16, fp8 = _est(Strategy(dp=8)), _est(Strategy(dp=8, matmul_dtype="fp8"))
+    assert fp8.compute_seconds == pytest.approx(bf16.compute_seconds / 2, rel=0.02)
+    assert _est(Strategy(dp=8, matmul_dtype="fp8"), chip="a100").peak_flops_per_s == scalebook.chip("a100").peak_flops_per_s("bf16")
+
+
+def test_days_chip_hours_and_cost_follow_the_token_rate():
+    e = _est(Strategy(dp=8))
+    assert e.days(1e12) == pytest.approx(1e12 / e.tokens_per_s / 86400)
+    assert e.chip_hours(1e12) == pytest.approx(e.days(1e12) * 24 * 8)
+    assert e.cost_usd(1e12, usd_per_chip_hour=2.0) == pytest.approx(2 * e.chip_hours(1e12))
+
+
+def test_a_model_too_big_for_one_chip_does_not_fit():
+    e = training.estimate(models.preset("llama3-70b"), strategy=Strategy(dp=8), seq_len=4096, batch_seqs=8,
+                          chip="h100", chips=8)
+    assert not e.fits and e.memory.bytes > 16 * 70e9
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(strategy=Strategy(tp=3, dp=2)), "heads"),
+    (dict(strategy=Strategy(pp=16)), "layers"),
+    (dict(strategy=Strategy(ep=2, dp=2)), "mixture-of-experts"),
+    (dict(strategy=Strategy(cp=8), seq_len=2044), "sequence"),
+    (dict(strategy=Strategy(dp=8), batch_seqs=12), "split"),
+    (dict(strategy=Strategy(dp=2, microbatch=3)), "microbatch"),
+    (dict(strategy=Strategy(dp=8), efficiency=1.5), "at most 1"),
+])
+def test_bad_estimate_input_raises_error(kw, match):
+    args = dict(seq_len=2048, batch_seqs=64) | kw
+    s = args.pop("strategy")
+    with pytest.raises(scalebook.Error, match=match):
+        training.estimate(SMALL, strategy=s, chip="h100", chips=s.chips, **args)
+
+
+def test_batch_must_be_given_once():
+    with pytest.raises(scalebook.Error, match="exactly one"):
+        training.estimate(SMALL, strategy=Strategy(dp=8), seq_len=2048, batch_seqs=8, batch_tokens=8 * 2048,
+                          chip="h100", chips=8)
+
+
+# --- properties (Chapter 5's monotonicity claims) ------------------------------------------------
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["dp", "fsdp"]), st.integers(0, 3), st.integers(0, 2), st.sampled_from(["h100", "tpu-v5p"]))
+def test_more_chips_never_raise_compute_time_per_chip(kind, log_a, log_tp, chip):
+    base = Strategy(**{kind: 2 ** log_a, "tp": 2 ** log_tp})
+    more = base.replace(**{kind: 2 ** (log_a + 1)})
+    a, b = _est(base, chip=chip, batch_seqs=128), _est(more, chip=chip, batch_seqs=128)
+    assert b.compute_seconds <= a.compute_seconds * (1 + 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["dp", "fsdp", "tp", "pp", "cp"]), st.integers(0, 2), st.integers(0, 2),
+       st.sampled_from(["none", "selective", "full"]), st.booleans())
+def test_memory_per_chip_never_rises_when_a_degree_grows(kind, log_a, log_b, remat, sp):
+    base = dict(fsdp=2 ** log_a, tp=2 ** log_b, remat=remat, sequence_parallel=sp, zero=1, microbatch=1)
+    grown = dict(base)
+    grown[kind] = grown.get(kind, 1) * 2
+    a, b = _est(Strategy(**base), batch_seqs=64), _est(Strategy(**grown), batch_seqs=64)
+    assert b.memory.bytes <= a.memory.bytes * (1 + 1e-12)
+
+
+# --- thresholds --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("strategy, chip, chips", [(Strategy(fsdp=64), "tpu-v5p", 64),
+                                                   (Strategy(dp=64), "h100", 64),
+                                                   (Strategy(fsdp=32, tp=8), "h100", 256)])
+def test_estimate_turns_compute_bound_at_the_critical_batch(strategy, chip, chips):
+    model = models.preset("llama3-8b")
+    seq = 128
+    b_star = training.critical_batch_per_chip(model, strategy=strategy, seq_len=seq, chip=chip, chips=chips)
+    per_seq = seq / chips * strategy.data  # tokens per chip that one sequence per replica adds
+
+    def exposed(factor):
+        per_replica = (math.floor if factor < 1 else math.ceil)(b_star * factor / per_seq)
+        seqs = max(1, per_replica) * strategy.data
+        e = training.estimate(model, strategy=strategy, seq_len=seq, batch_seqs=seqs, chip=chip, chips=chips)
+        return e.exposed_seconds["fsdp"] + e.exposed_seconds["dp"]
+
+    assert exposed(0.7) > 0
+    assert exposed(1.3) == 0
+
+
+def test_rule_of_thumb_is_peak_over_bandwidth_for_bf16():
+    c = scalebook.chip("tpu-v5p")
+    assert training.rule_of_thumb_batch_per_chip(c, link="ici") == pytest.approx(
+        c.peak_flops_per_s("bf16") / c.ici_bidi_bytes_per_s)
+    assert training.rule_of_thumb_batch_per_chip(c, link="ici", tp=4) == pytest.approx(
+        c.peak_flops_per_s("bf16") / c.ici_bidi_bytes_per_s / 4)
+
+
+def test_exact_critical_batch_approaches_the_rule_for_a_large_fsdp_group():
+    model = models.preset("llama3-70b")
+    exact = training.critical_batch_per_chip(model, strategy=Strategy(fsdp=2048), seq_len=2048, chip="tpu-v5p",
+                                             chips=2048, efficiency=1.0)
+    rule = training.rule_of_thumb_batch_per_chip("tpu-v5p", link="ici")
+    # The rule uses one axis' W; the exact model gathers over all three torus axes at once.
+    three_axes = rule / 3
+    assert exact == pytest.approx(three_axes, rel=0.1)
+
+
+def test_max_tp_degree_grows_with_width_and_matches_the_hand_formula():
+    c = scalebook.chip("h100")
+    m = models.Transformer(name="std", layers=4, d_model=8192, heads=64, d_ff=4 * 8192, vocab=1000, mlp="plain")
+    hand = 6 * (12 * 8192 ** 2 + 2 * 8192) * c.ici_one_way_bytes_per_s / (8 * 8192 * 2 * c.peak_flops_per_s("bf16"))
+    assert training.max_tp_degree(m, chip=c) == pytest.approx(hand, rel=1e-6)
+    wider = m.replace(d_model=16384, heads=128, d_ff=4 * 16384)
+    assert training.max_tp_degree(wider, chip=c) > training.max_tp_degree(m, chip=c)
+
+
+def test_link_names_are_checked_against_the_chip():
+    with pytest.raises(scalebook.Error, match="nvlink"):
+        training.link_bytes_per_s("h100", "ici")
+    with pytest.raises(scalebook.Error, match="valid"):
+        training.link_bytes_per_s("tpu-v5p", "ethernet")
+
+
+# --- calibration -----------------------------------------------------------------------------------
+
+def test_fit_efficiency_reproduces_its_target():
+    s = Strategy(fsdp=8, tp=8)
+    eff = training.fit_efficiency(SMALL, target=0.2, metric="mfu", strategy=s, seq_len=2048, batch_seqs=64,
+                                  chip="h100", chips=64)
+    assert _est(s, chips=64, efficiency=eff).mfu == pytest.approx(0.2, rel=1e-6)
+
+
+@pytest.mark.parametrize("family", ["tpu", "gpu"])
+def test_default_efficiency_reproduces_its_anchor_run(family):
+    """If the step model changes, run tools/fit_efficiency.py to refit the defaults."""
+    chip = "tpu-v5p" if family == "tpu" else "h100"
+    assert training.refit_default_efficiency(family) == pytest.approx(training.default_efficiency(chip), abs=1e-3)
+
+
+def test_every_published_run_can_be_estimated():
+    for run in runs.published_runs():
+        kw = run.estimate_kwargs()
+        e = training.estimate(run.model_config(), strategy=Strategy(**kw.pop("strategy_kwargs")), **kw)
+        assert 0 < e.mfu < 1, run.id
+
+
+def test_estimate_reprs_are_readable():
+    e = _est(Strategy(fsdp=8))
+    assert "MFU" in repr(e) and "<table>" in e._repr_html_() and "fits" in repr(e.memory).lower() or "GB" in repr(e.memory)
+    assert math.isfinite(e.to_dict()["step_seconds"])
