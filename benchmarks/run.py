@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from run_notebook import execute  # noqa: E402
 
-GOALS = {"import": 0.100, "chapter": 60.0}
+GOALS = {"import": 0.100, "chapter": 60.0, "plan": 1.0}
 
 
 def import_seconds(repeats: int = 7) -> float:
@@ -30,6 +30,19 @@ def import_seconds(repeats: int = 7) -> float:
     base = sorted(timed("pass") for _ in range(repeats))[repeats // 2]
     full = sorted(timed("import scalebook") for _ in range(repeats))[repeats // 2]
     return max(full - base, 0.0)
+
+
+def plan_seconds(chip: str, repeats: int = 3) -> float:
+    """Best of `repeats` wall times of planner.plan for LLaMA 3 405B on 16,384 chips (issue goal: < 1 s)."""
+    from scalebook import models, planner
+
+    model = models.preset("llama3-405b")
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        planner.plan(model, chip=chip, chips=16384, batch_tokens=16 * 2 ** 20, seq_len=8192)
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def book_build_seconds(clean: bool) -> float:
@@ -45,6 +58,8 @@ def book_build_seconds(clean: bool) -> float:
 
 def main() -> int:
     rows = [("import scalebook", import_seconds(), GOALS["import"])]
+    for chip in ("h100", "tpu-v5p"):
+        rows.append((f"plan llama3-405b on 16384 {chip}", plan_seconds(chip), GOALS["plan"]))
     for md in sorted((ROOT / "chapters").glob("*.md")) + sorted((ROOT / "exercises").glob("*.md")):
         goal = GOALS["chapter"] if md.parent.name == "chapters" else None
         rows.append((f"execute {md.relative_to(ROOT)}", execute(md), goal))
