@@ -37,7 +37,7 @@ from .models import Transformer, preset
 
 #: Strategy fields passed to `scalebook.training`, in `estimate_kwargs()["strategy_kwargs"]`.
 _STRATEGY_FIELDS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel",
-                    "microbatch", "remat", "zero")
+                    "microbatch", "remat", "zero", "flash_attention")
 #: Integer flags of `scalebook train-estimate`, in the order of its contract.
 _CLI_INT_FLAGS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp")
 
@@ -66,6 +66,7 @@ class PublishedRun:
     seq_len: int
     dtype: str
     remat: str | None
+    flash_attention: bool | None
     zero: int | None
     reported_mfu: float | None
     reported_hfu: float | None
@@ -132,6 +133,8 @@ class PublishedRun:
                 args += [f"--{name.replace('_', '-')}", str(value)]
         if self.sequence_parallel:
             args.append("--sequence-parallel")
+        if self.flash_attention is False:
+            args.append("--no-flash-attention")
         if self.microbatch is not None:
             args += ["--microbatch", str(self.microbatch)]
         args += ["--batch-seqs", str(self.batch_seqs), "--seq-len", str(self.seq_len), "--dtype", self.dtype]

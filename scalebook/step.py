@@ -4,9 +4,16 @@
 give the same numbers. Everything is per chip; the formulas, with tok = microbatch x T / cp tokens
 per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L_s / L:
 
-- compute of one microbatch on one stage: c = (3 F + R) x tok x f / (tp x peak x efficiency),
+- compute of one microbatch on one stage: c = (3 F + R) x tok x f / (tp x peak x efficiency) plus
+  its memory-bound work (below),
   F the forward matmul FLOPs per token (`transformer.flops_per_token` at T, causal) and R the
   recomputed FLOPs per token of the remat policy;
+- memory-bound (elementwise) work of a microbatch: per token and layer, the forward pass reads and
+  writes 10 D elements in its norms and residual adds, 3 F (gated; 2 F plain) in the MLP
+  activation, 2 (N + K) H in RoPE and, without flash attention, 2 N T in the softmax over the
+  scores; the backward pass twice that, remat once more (selective: the softmax); at the
+  activation dtype through HBM, split over tp (the D-wide part only with sequence parallelism).
+  Added to the matmul time: on a GPU these are separate kernels;
 - TP: (4 + 2 if full remat) AllReduces of tok x D activations per layer over tp (sequence
   parallelism swaps each for an AllGather + ReduceScatter: the same time);
 - FSDP: per microbatch and layer, the layer's weights AllGathered twice (forward, backward) and their
@@ -135,6 +142,9 @@ class ModelFacts:
     forward_flops_per_token: float
     attention_flops_per_token: float  # forward QK^T and AV, all layers
     remat_flops_per_token: tuple[float, ...]  # per policy in POLICIES order
+    elementwise_wide: float  # elements per token, all layers, of forward D-wide elementwise passes
+    elementwise_rest: float  # ... of the MLP activation and RoPE passes (split over tp)
+    score_elements_per_t: float  # ... of softmax passes over attention scores, per unit of T (no flash)
     layer_dense_params: float  # all layers: everything but the routed experts
     layer_expert_params: float  # all layers: routed experts
     other_params: float  # embedding, unembedding, final norm
@@ -147,13 +157,20 @@ def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
                   for r in POLICIES)
     other = p.embedding_params + p.unembedding_params + model.d_model * (2 if model.biases else 1)
     experts = p.routed_expert_params
+    act = 3 if model.mlp == "gated" else 2
+    moe_width = (model.experts_per_token + model.shared_experts) * model.expert_d_ff
+    rope = 2 * (model.heads + model.kv_heads) * (model.head_dim + model.mla_rope_head_dim)
     return ModelFacts(
         layers=model.layers, moe_layers=model.moe_layers, d_model=model.d_model, vocab=model.vocab,
         kv_width=model.kv_heads * model.head_dim, experts_per_token=model.experts_per_token,
         routed_experts=model.routed_experts, heads=model.heads, kv_heads=model.kv_heads,
         d_ff=model.d_ff or model.expert_d_ff,
         forward_flops_per_token=fl.forward_flops, attention_flops_per_token=fl.attention_score_flops,
-        remat_flops_per_token=remat, layer_dense_params=p.total_params - experts - other,
+        remat_flops_per_token=remat,
+        elementwise_wide=10.0 * model.d_model * model.layers,
+        elementwise_rest=act * (model.dense_layers * model.d_ff + model.moe_layers * moe_width) + rope * model.layers,
+        score_elements_per_t=2.0 * model.heads * model.layers,
+        layer_dense_params=p.total_params - experts - other,
         layer_expert_params=experts, other_params=other)
 
 
@@ -240,7 +257,14 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     remat_tok = np.array(m.remat_flops_per_token)[remat]
     flop_tok = 3 * m.forward_flops_per_token + remat_tok
     rate = s.peak_flops_per_s * s.efficiency
-    c = flop_tok * tok * frac / (tp * rate)
+    c_matmul = flop_tok * tok * frac / (tp * rate)
+    sel = (remat == POLICIES.index("selective")).astype(float)
+    flash = 1.0 if s.flash_attention else 0.0
+    passes = 3 + full
+    elements = (m.elementwise_wide / np.where(sp > 0, tp, 1.0) + m.elementwise_rest / tp) * passes \
+        + (1 - flash) * m.score_elements_per_t * T / tp * (passes + sel)
+    c_vector = elements * b_act * tok * frac / s.topology.chip.hbm_bytes_per_s
+    c = c_matmul + c_vector
     c_attn = 3 * m.attention_flops_per_token * tok * frac / (tp * rate)
     c_bwd = c * (2 * m.forward_flops_per_token + remat_tok) / flop_tok
 
@@ -317,6 +341,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     chips = dp * fsdp * tp * pp * cp
     return dict(
         valid=valid, chips=chips, microbatches=n_micro, compute=n_micro * c, compute_micro=c,
+        matmul=n_micro * c_matmul, vector=n_micro * c_vector,
         tp=n_micro * t_tp, ep=n_micro * t_ep, fsdp=n_micro * t_fsdp, dp=t_dp, pp=n_micro * t_pp, cp=n_micro * t_cp,
         exposed_tp=n_micro * (1 - tp_overlap) * t_tp, exposed_ep=n_micro * t_ep, exposed_pp=n_micro * t_pp,
         exposed_fsdp=n_micro * exposed_pool, exposed_cp=n_micro * exposed_cp, exposed_dp=exposed_dp,

@@ -123,9 +123,10 @@ class MemoryPerChip:
 class TrainingEstimate:
     """The result of `estimate`: time, memory and utilisation of one training step.
 
-    Times are seconds per step on one chip. `comm_seconds` is each parallelism's collective time,
-    `exposed_seconds` the part of it not hidden behind compute; step = compute + exposed + bubble
-    + optimizer.
+    Times are seconds per step on one chip. `compute_seconds` = `matmul_seconds` (FLOPs at the
+    achieved peak) + `memory_bound_seconds` (norms, activations, softmax through HBM).
+    `comm_seconds` is each parallelism's collective time, `exposed_seconds` the part of it not
+    hidden behind compute; step = compute + exposed + bubble + optimizer.
     """
 
     model_name: str
@@ -140,6 +141,8 @@ class TrainingEstimate:
     model_flops: float
     hardware_flops: float
     compute_seconds: float
+    matmul_seconds: float
+    memory_bound_seconds: float
     comm_seconds: Mapping[str, float]
     exposed_seconds: Mapping[str, float]
     bubble_seconds: float
@@ -199,11 +202,11 @@ class TrainingEstimate:
 
     def breakdown(self) -> dict[str, float]:
         """Step seconds by part: compute, each exposed collective time, bubble, optimizer."""
-        d = {"compute": self.compute_seconds}
+        d = {"matmuls": self.matmul_seconds, "memory-bound ops": self.memory_bound_seconds}
         d.update({f"{k} (exposed)": v for k, v in self.exposed_seconds.items() if v > 0})
         d["pipeline bubble"] = self.bubble_seconds
         d["optimizer update"] = self.optimizer_seconds
-        return {k: v for k, v in d.items() if v > 0 or k == "compute"}
+        return {k: v for k, v in d.items() if v > 0 or k == "matmuls"}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready fields (the `train-estimate --json` contract)."""
@@ -223,7 +226,8 @@ class TrainingEstimate:
             "memory_bytes_per_chip": self.memory.bytes, "hbm_bytes_per_chip": self.memory.hbm_bytes,
             "fits": bool(self.fits),
             "memory_bytes": {k.replace(" ", "_"): v for k, v in self.memory.parts().items()},
-            "compute_seconds": self.compute_seconds,
+            "compute_seconds": self.compute_seconds, "matmul_seconds": self.matmul_seconds,
+            "memory_bound_seconds": self.memory_bound_seconds,
             "comm_seconds": dict(self.comm_seconds), "exposed_seconds": dict(self.exposed_seconds),
             "bubble_seconds": self.bubble_seconds, "optimizer_seconds": self.optimizer_seconds,
             "breakdown_seconds": self.breakdown(),
@@ -386,7 +390,8 @@ def estimate(model: Transformer, *, strategy: Strategy, seq_len: int, batch_toke
         model_name=model.name, chip=topo.chip, topology=topo, strategy=strategy, placement=pl,
         batch_tokens=tokens, seq_len=seq_len, efficiency=st.efficiency, microbatches=int(round(r["microbatches"])),
         model_flops=float(r["model_flops"]), hardware_flops=float(r["hardware_flops"]),
-        compute_seconds=float(r["compute"]), comm_seconds={k: float(r[k]) for k in kinds},
+        compute_seconds=float(r["compute"]), matmul_seconds=float(r["matmul"]),
+        memory_bound_seconds=float(r["vector"]), comm_seconds={k: float(r[k]) for k in kinds},
         exposed_seconds={k: float(r[f"exposed_{k}"]) for k in kinds}, bubble_seconds=float(r["bubble"]),
         optimizer_seconds=float(r["optimizer"]), step_seconds=float(r["step"]), memory=mem,
         collectives=_collectives(st, strategy, pl, r), peak_flops_per_s=st.peak_flops_per_s)

@@ -120,7 +120,23 @@ def test_each_parallelism_time_is_the_sum_of_its_collectives():
 def test_compute_time_is_training_flops_over_chips_and_achieved_peak():
     e = _est(Strategy(dp=8), efficiency=0.5)
     flops = 3 * scalebook.transformer.flops_per_token(SMALL, seq_len=2048).forward_flops * 64 * 2048
-    assert e.compute_seconds == pytest.approx(flops / (8 * H100.peak_flops_per_s("bf16") * 0.5))
+    assert e.matmul_seconds == pytest.approx(flops / (8 * H100.peak_flops_per_s("bf16") * 0.5))
+    assert e.compute_seconds == pytest.approx(e.matmul_seconds + e.memory_bound_seconds)
+
+
+def test_memory_bound_work_counts_elementwise_passes_through_hbm():
+    e = _est(Strategy(dp=8))
+    D, F, N, K, H, L = 1024, 4096, 16, 4, 64, 8
+    forward = L * (10 * D + 3 * F + 2 * (N + K) * H)  # elements per token
+    tokens = 64 * 2048 / 8
+    assert e.memory_bound_seconds == pytest.approx(3 * forward * 2 * tokens / H100.hbm_bytes_per_s)
+
+
+def test_attention_without_flash_adds_softmax_traffic_that_grows_with_length():
+    flash = _est(Strategy(dp=8))
+    plain = _est(Strategy(dp=8, flash_attention=False))
+    extra = 3 * 2 * 16 * 8 * 2048 * 2 * (64 * 2048 / 8) / H100.hbm_bytes_per_s
+    assert plain.memory_bound_seconds - flash.memory_bound_seconds == pytest.approx(extra)
 
 
 def test_data_parallel_allreduce_moves_the_gradients_once():
@@ -152,10 +168,11 @@ def test_full_remat_adds_two_tp_allreduces_a_layer_and_raises_hfu():
     assert remat.hardware_flops > remat.model_flops == plain.model_flops
 
 
-def test_sequence_parallelism_splits_activations_not_time():
+def test_sequence_parallelism_splits_activations_and_their_elementwise_work():
     plain, sp = _est(Strategy(tp=8)), _est(Strategy(tp=8, sequence_parallel=True))
-    assert sp.step_seconds == pytest.approx(plain.step_seconds)
+    assert sum(c.total_seconds for c in sp.collectives) == pytest.approx(sum(c.total_seconds for c in plain.collectives))
     assert sp.memory.activation_bytes < plain.memory.activation_bytes
+    assert sp.memory_bound_seconds < plain.memory_bound_seconds
 
 
 def test_pipeline_bubble_is_stages_minus_one_over_virtual_stages_slots():
@@ -180,7 +197,8 @@ def test_mfu_counts_model_flops_and_hfu_counts_recomputation():
 
 def test_fp8_matmuls_use_the_fp8_peak_where_the_chip_has_one():
     bf16, fp8 = _est(Strategy(dp=8)), _est(Strategy(dp=8, matmul_dtype="fp8"))
-    assert fp8.compute_seconds == pytest.approx(bf16.compute_seconds / 2, rel=0.02)
+    ratio = H100.peak_flops_per_s("bf16") / H100.peak_flops_per_s("fp8")
+    assert fp8.matmul_seconds == pytest.approx(bf16.matmul_seconds * ratio)
     assert _est(Strategy(dp=8, matmul_dtype="fp8"), chip="a100").peak_flops_per_s == scalebook.chip("a100").peak_flops_per_s("bf16")
 
 
