@@ -299,10 +299,10 @@ def _batch(batch_tokens: float | None, batch_seqs: int | None, seq_len: int) -> 
             raise Error(f"batch_seqs must be a positive integer, got {batch_seqs!r}")
         return float(batch_seqs * seq_len)
     require_positive(batch_tokens=batch_tokens)
-    seqs = batch_tokens / seq_len
-    if abs(seqs - round(seqs)) > 1e-9 or seqs < 1:
-        raise Error(f"batch_tokens={batch_tokens:g} is not a whole number of {seq_len}-token sequences")
-    return float(batch_tokens)
+    seqs = round(batch_tokens / seq_len)  # "4M tokens" of 2,048-token sequences: 1,953 sequences
+    if seqs < 1:
+        raise Error(f"batch_tokens={batch_tokens:g} is less than one {seq_len}-token sequence")
+    return float(seqs * seq_len)
 
 
 def setting(model: Transformer, *, topology: Topology, strategy: Strategy, batch_tokens: float, seq_len: int,
@@ -356,7 +356,8 @@ def estimate(model: Transformer, *, strategy: Strategy, seq_len: int, batch_toke
     """Time, memory and MFU of one training step of `model` under `strategy` (Chapter 5).
 
     Give the chips as `chip` and `chips` (laid out by `topology.for_chips`) or as a `topology`.
-    The batch is `batch_tokens` or `batch_seqs` per step, of `seq_len` tokens each. The step model
+    The batch is `batch_tokens` (rounded to whole sequences) or `batch_seqs` per step, of `seq_len`
+    tokens each; it must split evenly over the dp x fsdp replicas. The step model
     and its assumptions: `scalebook.step`; conventions: this module's docstring.
     """
     if not isinstance(model, Transformer):

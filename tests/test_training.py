@@ -231,6 +231,11 @@ def test_bad_estimate_input_raises_error(kw, match):
         training.estimate(SMALL, strategy=s, chip="h100", chips=s.chips, **args)
 
 
+def test_a_token_batch_is_rounded_to_whole_sequences():
+    e = training.estimate(SMALL, strategy=Strategy(dp=1), seq_len=2048, batch_tokens=4e6, chip="h100", chips=1)
+    assert e.batch_tokens == 1953 * 2048
+
+
 def test_batch_must_be_given_once():
     with pytest.raises(scalebook.Error, match="exactly one"):
         training.estimate(SMALL, strategy=Strategy(dp=8), seq_len=2048, batch_seqs=8, batch_tokens=8 * 2048,
