@@ -1,0 +1,92 @@
+"""Chapter 6's figures: each function draws and returns a Figure; the helpers return what they promise."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from scalebook import Error, plots, runs, training  # noqa: E402
+from scalebook.training import Strategy  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return plots.plan_grid(("llama3-8b", "llama3-405b"), chip="h100", chip_counts=(64, 1024),
+                           batch_tokens=2**21, seq_len=8192)
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return plots.batch_sweep("llama3-8b", chip="tpu-v5p", chips=64, batch_tokens=(2**19, 2**21), seq_len=8192,
+                             strategies={"FSDP64": Strategy(fsdp=64), "FSDP16 x TP4": Strategy(fsdp=16, tp=4)})
+
+
+def test_plan_grid_holds_the_best_estimate_or_none(grid):
+    assert set(grid) == {("llama3-8b", 64), ("llama3-8b", 1024), ("llama3-405b", 64), ("llama3-405b", 1024)}
+    assert grid[("llama3-405b", 64)] is None  # 405B does not fit on 64 H100s
+    e = grid[("llama3-8b", 64)]
+    assert isinstance(e, training.TrainingEstimate) and e.fits and e.chips == 64
+
+
+def test_plan_map_draws_the_grid(grid):
+    fig = plots.plan_map(grid)
+    assert isinstance(fig, matplotlib.figure.Figure)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "nothing fits" in texts and any("MFU" in t for t in texts)
+    plt.close(fig)
+
+
+def test_batch_sweep_skips_batches_a_strategy_cannot_split(sweep):
+    # 2**19 tokens = 64 sequences: FSDP64 splits them; FSDP16 x TP4 too; both splits exist at 2**21.
+    assert len(sweep["best"]) == 2 and all(e is not None for e in sweep["best"])
+    assert sweep["fixed"]["FSDP64"][0] is not None
+    assert sweep["critical"]["FSDP64"] > sweep["critical"]["FSDP16 x TP4"] > 0
+    narrow = plots.batch_sweep("llama3-8b", chip="tpu-v5p", chips=64, batch_tokens=(2**18,), seq_len=8192,
+                               strategies={"FSDP64": Strategy(fsdp=64)})
+    assert narrow["fixed"]["FSDP64"] == [None]  # 32 sequences do not split over 64 replicas
+
+
+def test_mfu_vs_batch_and_plan_breakdown_draw(sweep):
+    fig = plots.mfu_vs_batch(sweep)
+    assert isinstance(fig, matplotlib.figure.Figure)
+    plt.close(fig)
+    fig = plots.plan_breakdown({"best": sweep["best"][0], "FSDP64": sweep["fixed"]["FSDP64"][0]})
+    assert isinstance(fig, matplotlib.figure.Figure)
+    plt.close(fig)
+
+
+def test_draws_into_a_given_axes(grid, sweep):
+    for call in (lambda ax: plots.plan_map(grid, ax=ax), lambda ax: plots.mfu_vs_batch(sweep, ax=ax),
+                 lambda ax: plots.plan_breakdown({"x": sweep["best"][0]}, ax=ax),
+                 lambda ax: plots.validation_scatter(ax=ax)):
+        fig, ax = plt.subplots()
+        assert call(ax) is fig
+        plt.close(fig)
+
+
+def test_run_predictions_cover_every_run_and_apply_assumptions():
+    rows = plots.run_predictions()
+    assert [r["id"] for r in rows] == [r.id for r in runs.published_runs()]
+    for r in rows:
+        assert r["metric"] in ("MFU", "HFU") and 0 < r["reported"] < 1 and 0 < r["predicted"] < 1
+        assert r["error"] == pytest.approx(r["predicted"] / r["reported"] - 1)
+    anchors = {r["id"]: r for r in rows if r["anchor"]}
+    assert set(anchors) == {"palm-540b-tpuv4", "megatron-1t-a100"}
+    for r in anchors.values():  # the defaults are fitted on these runs, so they reproduce them
+        assert abs(r["error"]) < 0.01
+    rid = "llama3-405b-h100-16k"
+    base = next(r for r in rows if r["id"] == rid)
+    more = plots.run_predictions(assume={rid: {"virtual_stages": 4}}, ids=[rid])[0]
+    assert more["assumed"] == {"virtual_stages": 4} and more["predicted"] > base["predicted"]
+
+
+def test_bad_inputs_are_errors():
+    with pytest.raises(Error):
+        plots.plan_breakdown({})
+    with pytest.raises(Error):
+        plots.plan_breakdown({"x": 1.0})
+    with pytest.raises(Error):
+        plots.validation_scatter([])
+    with pytest.raises(Error):
+        plots.plan_grid((), chip="h100")
