@@ -21,8 +21,8 @@ from .units import format_quantity, parse_quantity
 __version__ = "0.1.0"
 
 _LAZY = ("topology", "collectives", "sharding", "models", "transformer", "strategy", "step", "training",
-         "planner", "xla", "measure", "plots",
-         "exercises", "grading", "notebook", "jax_layer", "cli", "runs")
+         "planner", "inference", "serving", "xla", "measure", "plots",
+         "exercises", "grading", "notebook", "jax_layer", "jax_training", "cli", "runs")
 
 __all__ = [
     "Error", "Chip", "chip", "chip_names", "chips", "format_quantity", "parse_quantity",

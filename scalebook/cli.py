@@ -15,7 +15,7 @@ from .errors import Error
 
 #: Modules under scalebook.commands, each with `register(subparsers)`; order is help order.
 COMMAND_MODULES = ("specs", "roofline", "measure", "grade", "models", "model", "collective", "shard_matmul",
-                   "train_estimate", "plan")
+                   "train_estimate", "plan", "serve_estimate", "plan_serving")
 
 
 class _Parser(argparse.ArgumentParser):

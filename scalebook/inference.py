@@ -1,0 +1,480 @@
+"""Serving a model: prefill, decode steps, KV cache and memory on a sharded deployment (Chapter 7).
+
+A `Deployment` says how a model is laid out for serving: `tp` chips split every layer by heads and
+MLP width (Megatron style, over the fast links), `ep` groups each hold 1/ep of the routed experts
+and serve 1/ep of the sequences (attention data-parallel, experts reached by AllToAll), `pp`
+stages each hold 1/pp of the layers. Chips = tp x ep x pp. Weights and KV cache may be quantised.
+
+One decode step of a batch of B sequences with C tokens of context, per chip (stage share 1/pp):
+
+    bytes  = weights held (experts: only those some token picks, E (1 - (1 - 1/E)^(B k)) of E)
+             + KV cache read, B / ep sequences x C tokens x 2 K H x bytes / min(tp, K)
+    FLOPs  = 2 x active params x B / (tp ep) + attention 4 N H C x B / (tp ep)   (per layer, summed)
+    time   = max(FLOPs / (peak x compute efficiency), bytes / (HBM x bandwidth efficiency))
+             + TP AllReduces (2 a layer of B / ep x D activations) + EP AllToAlls (2 a MoE layer)
+
+Attention in decode reads C x 2 K H bytes per sequence for 4 N H C FLOPs: intensity 2N / (K b)
+whatever the batch, so it stays memory-bound (Chapter 7). Prefill of P tokens is the same with
+B P tokens of FLOPs (causal attention) against one pass over the weights: compute-bound once
+P B exceeds the chip's critical batch.
+
+Efficiencies are explicit parameters (`bandwidth_efficiency`, `compute_efficiency`); their
+defaults per chip family come from `data/serving_efficiency.json` (chapter 8 shows the fit).
+Memory leaves out framework workspace and fragmentation, as in `scalebook.training`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+from . import collectives, units
+from . import transformer as tr
+from ._data import load
+from .errors import Error, require_positive
+from .hardware import Chip, chip as _chip
+from .models import Transformer
+from .topology import Topology, for_mesh
+
+WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
+KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise Error(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deployment:
+    """How a model is laid out for serving (module docstring). Chips = tp x ep x pp."""
+
+    tp: int = 1
+    ep: int = 1
+    pp: int = 1
+    weights: str = "bf16"
+    kv: str = "bf16"
+    activations: str = "bf16"
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "ep", "pp"):
+            _positive_int(name, getattr(self, name))
+        for name, valid in (("weights", WEIGHT_DTYPES), ("kv", KV_DTYPES), ("activations", ("bf16", "fp16", "fp32"))):
+            raw = getattr(self, name)
+            value = units.canonical_dtype(raw) if isinstance(raw, str) and raw in units.DTYPE_BYTES else None
+            if value not in valid:
+                raise Error(f"unknown {name} dtype {getattr(self, name)!r}; valid: {', '.join(valid)}")
+            object.__setattr__(self, name, value)
+
+    @property
+    def chips(self) -> int:
+        return self.tp * self.ep * self.pp
+
+    def replace(self, **changes) -> "Deployment":
+        kw = {f.name: getattr(self, f.name) for f in fields(self)}
+        kw.update(changes)
+        return Deployment(**kw)
+
+    def label(self) -> str:
+        parts = [f"{k.upper()}{getattr(self, k)}" for k in ("tp", "ep", "pp") if getattr(self, k) > 1] or ["1 chip"]
+        return f"{' x '.join(parts)} ({self.weights} weights, {self.kv} KV)"
+
+    def __repr__(self) -> str:
+        return f"Deployment({self.label()})"
+
+
+def check_deployment(model: Transformer, d: Deployment) -> None:
+    """Raise `Error` where the layout cannot split this model."""
+    if model.heads % d.tp:
+        raise Error(f"tp={d.tp} must divide the {model.heads} query heads of {model.name}")
+    width = model.d_ff or model.expert_d_ff
+    if width % d.tp:
+        raise Error(f"tp={d.tp} must divide the MLP width {width} of {model.name}")
+    if d.ep > 1 and not model.is_moe:
+        raise Error(f"ep={d.ep} needs a mixture-of-experts model; {model.name} is dense")
+    if d.ep > 1 and model.routed_experts % d.ep:
+        raise Error(f"ep={d.ep} must divide the {model.routed_experts} routed experts of {model.name}")
+    if d.pp > model.layers:
+        raise Error(f"pp={d.pp} stages for {model.layers} layers: at most {model.layers}")
+
+
+def default_efficiency(chip: "str | Chip") -> tuple[float, float]:
+    """(bandwidth, compute) efficiency of a chip family for serving, fitted in chapter 8."""
+    fam = "tpu" if _chip(chip).is_tpu else "gpu"
+    entry = load("serving_efficiency")[fam]
+    return float(entry["bandwidth_efficiency"]), float(entry["compute_efficiency"])
+
+
+def deployment_topology(chip: "str | Chip", d: Deployment) -> Topology:
+    """The chips of a deployment as a mesh: tp innermost (NVLink or ICI), then ep, then pp.
+
+    GPUs: `topology.for_mesh` (an axis may not straddle an NVLink domain). TPUs: one slice with an
+    axis per degree, within a pod.
+    """
+    c = _chip(chip)
+    mesh = {k: getattr(d, k) for k in ("pp", "ep", "tp") if getattr(d, k) > 1} or {"tp": 1}
+    if not c.is_tpu:
+        return for_mesh(c, mesh)
+    from .topology import _parse_shape, slice as tpu_slice
+
+    pod = _parse_shape(c.pod_topology, "pod")
+    sizes = list(mesh.values())
+    if math.prod(sizes) > math.prod(pod) or len(sizes) > c.torus_dims or any(x > max(pod) for x in sizes):
+        raise Error(f"layout {mesh} does not fit one {c.torus_dims}D {c.name} slice ({c.pod_topology}); "
+                    "serve larger models with more replicas or another chip")
+    return tpu_slice(c, sizes, names=list(mesh))
+
+
+# --- results ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServingMemory:
+    """Bytes per chip while serving: weights, KV cache, and a prefill workspace."""
+
+    weight_bytes: float
+    kv_cache_bytes: float
+    workspace_bytes: float
+    hbm_bytes: float
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.kv_cache_bytes + self.workspace_bytes
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.bytes <= self.hbm_bytes)
+
+    def parts(self) -> dict[str, float]:
+        return {"weights": self.weight_bytes, "KV cache": self.kv_cache_bytes, "workspace": self.workspace_bytes}
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"ServingMemory({f(self.bytes, 'B')} of {f(self.hbm_bytes, 'B')}{'' if self.fits else ' -- DOES NOT FIT'}:"
+                f" weights {f(self.weight_bytes, 'B')}, KV {f(self.kv_cache_bytes, 'B')}, "
+                f"workspace {f(self.workspace_bytes, 'B')})")
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One prefill or decode step on one chip: the roofline parts and the collectives."""
+
+    flops: float
+    weight_bytes_read: float
+    kv_bytes_read: float
+    compute_seconds: float
+    memory_seconds: float
+    tp_seconds: float
+    ep_seconds: float
+    pp_seconds: float
+
+    @property
+    def bytes_read(self) -> float:
+        return self.weight_bytes_read + self.kv_bytes_read
+
+    @property
+    def seconds(self) -> float:
+        """max(compute, memory) + the collectives (which wait on each other in a decode step)."""
+        return max(self.compute_seconds, self.memory_seconds) + self.tp_seconds + self.ep_seconds + self.pp_seconds
+
+    @property
+    def bound(self) -> str:
+        comm = self.tp_seconds + self.ep_seconds + self.pp_seconds
+        worst = max(self.compute_seconds, self.memory_seconds, comm)
+        return "compute" if worst == self.compute_seconds else "memory" if worst == self.memory_seconds else "communication"
+
+    def parts(self) -> dict[str, float]:
+        return {"compute": self.compute_seconds, "memory": self.memory_seconds, "tp": self.tp_seconds,
+                "ep": self.ep_seconds, "pp": self.pp_seconds}
+
+
+@dataclass(frozen=True)
+class ServingEstimate:
+    """The result of `estimate`: latency, throughput and memory of a deployment at one batch.
+
+    `decode` is one decode step at the average context (prompt + half the output); a token
+    takes `per_token_latency_seconds` = pp x the step (every stage in turn); the deployment
+    emits batch / (pp x step) tokens per second with pp microbatches in flight.
+    """
+
+    model_name: str
+    chip: Chip
+    deployment: Deployment
+    batch: int
+    prompt_len: int
+    output_len: int
+    bandwidth_efficiency: float
+    compute_efficiency: float
+    prefill: StepTime
+    decode: StepTime
+    memory: ServingMemory
+    max_batch: int
+
+    @property
+    def chips(self) -> int:
+        return self.deployment.chips
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.fits
+
+    @property
+    def prefill_seconds(self) -> float:
+        """Prefill of one prompt across the deployment (all stages in turn)."""
+        return self.prefill.seconds * self.deployment.pp
+
+    @property
+    def ttft_seconds(self) -> float:
+        """Time to first token of a request that finds the server idle: its prefill and one step."""
+        return self.prefill_seconds + self.per_token_latency_seconds
+
+    @property
+    def decode_step_seconds(self) -> float:
+        return self.decode.seconds
+
+    @property
+    def per_token_latency_seconds(self) -> float:
+        return self.decode.seconds * self.deployment.pp
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return self.batch / self.per_token_latency_seconds * 1.0
+
+    @property
+    def output_tokens_per_s_per_chip(self) -> float:
+        return self.output_tokens_per_s / self.chips
+
+    @property
+    def request_seconds(self) -> float:
+        """Time a request spends in the server: prefill plus its output tokens."""
+        return self.prefill_seconds + self.output_len * self.per_token_latency_seconds
+
+    def usd_per_million_output_tokens(self, usd_per_chip_hour: float) -> float:
+        """Decode cost only: chips x price / output tokens per hour, per million tokens."""
+        require_positive(usd_per_chip_hour=usd_per_chip_hour)
+        return self.chips * usd_per_chip_hour / 3600 / self.output_tokens_per_s * 1e6
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (the `serve-estimate --json` contract)."""
+        d = self.deployment
+        return {
+            "model": self.model_name, "chip": self.chip.name, "chips": self.chips,
+            "deployment": {"tp": d.tp, "ep": d.ep, "pp": d.pp, "weights": d.weights, "kv": d.kv, "label": d.label()},
+            "batch": self.batch, "max_batch": self.max_batch, "prompt_len": self.prompt_len,
+            "output_len": self.output_len, "bandwidth_efficiency": self.bandwidth_efficiency,
+            "compute_efficiency": self.compute_efficiency,
+            "prefill_seconds": self.prefill_seconds, "ttft_seconds": self.ttft_seconds,
+            "decode_step_seconds": self.decode_step_seconds,
+            "per_token_latency_seconds": self.per_token_latency_seconds,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "output_tokens_per_s_per_chip": self.output_tokens_per_s_per_chip,
+            "request_seconds": self.request_seconds,
+            "memory_bytes_per_chip": self.memory.bytes, "hbm_bytes_per_chip": self.memory.hbm_bytes,
+            "fits": self.fits, "memory_bytes": {k.replace(" ", "_"): v for k, v in self.memory.parts().items()},
+            "decode_parts_seconds": self.decode.parts(), "decode_bound": self.decode.bound,
+            "decode_bytes_read_per_chip": self.decode.bytes_read, "decode_flops_per_chip": self.decode.flops,
+            "prefill_parts_seconds": self.prefill.parts(), "prefill_bound": self.prefill.bound,
+        }
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"ServingEstimate({self.model_name} on {self.chips} {self.chip.name}, {self.deployment.label()}, "
+                f"batch {self.batch}: {f(self.per_token_latency_seconds, 's')}/token ({self.decode.bound}-bound), "
+                f"{self.output_tokens_per_s_per_chip:.4g} token/s per chip, TTFT {f(self.ttft_seconds, 's')}, "
+                f"memory {f(self.memory.bytes, 'B')}{'' if self.fits else ' DOES NOT FIT'}, max batch {self.max_batch})")
+
+    def _repr_html_(self) -> str:
+        f = units.format_quantity
+        rows = [("per-token latency", f(self.per_token_latency_seconds, "s")),
+                ("output tokens/s per chip", f"{self.output_tokens_per_s_per_chip:.4g}"),
+                ("time to first token", f(self.ttft_seconds, "s")), ("decode bound", self.decode.bound),
+                *((f"memory: {k}", f(v, "B")) for k, v in self.memory.parts().items()),
+                ("largest batch that fits", str(self.max_batch))]
+        body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
+        cap = f"{self.model_name} on {self.chips} {self.chip.display_name}, {self.deployment.label()}, batch {self.batch}"
+        return f"<table><caption>{cap}</caption>{body}</table>"
+
+
+# --- the model -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Parts:
+    attention_params: float  # per layer matmul weights of attention (incl. norms, router)
+    dense_mlp_params: float  # all dense-MLP layers together
+    expert_params: float  # one routed expert
+    shared_params: float  # shared experts, all MoE layers
+    embedding_params: float  # the unembedding matrix read each step (embedding rows are gathered)
+
+
+def _parts(model: Transformer) -> _Parts:
+    p = tr.params(model)
+    per_expert = p.routed_expert_params / max(model.routed_experts * model.moe_layers, 1)
+    unembed = p.unembedding_params or p.embedding_params
+    return _Parts(attention_params=(p.attention_params + p.norm_params + p.router_params) / model.layers,
+                  dense_mlp_params=p.mlp_params, expert_params=per_expert, shared_params=p.shared_expert_params,
+                  embedding_params=unembed)
+
+
+def weights_per_chip(model: Transformer, d: Deployment) -> float:
+    """Bytes of weights one chip holds: everything / (tp pp), routed experts further / ep."""
+    p = tr.params(model)
+    b = units.dtype_bytes(d.weights)
+    dense = p.total_params - p.routed_expert_params
+    return (dense / (d.tp * d.pp) + p.routed_expert_params / (d.tp * d.pp * d.ep)) * b
+
+
+def kv_bytes_per_sequence_per_chip(model: Transformer, d: Deployment, tokens: int) -> float:
+    """KV cache of one sequence of `tokens` on one chip: split over tp by kv heads (repeated once
+    tp exceeds them; MLA's latent is not split) and over pp by layers."""
+    kv = tr.kv_cache(model, seq_len=tokens, dtype=d.kv).bytes_per_sequence
+    split = 1 if model.is_mla else min(d.tp, model.kv_heads)
+    return kv / (split * d.pp)
+
+
+def _experts_touched(model: Transformer, d: Deployment, tokens: float) -> float:
+    """Expected routed experts per chip and MoE layer that at least one of `tokens` picks."""
+    if not model.is_moe:
+        return 0.0
+    E, k = model.routed_experts, model.experts_per_token
+    return E / d.ep * (1 - (1 - 1 / E) ** (tokens * k))
+
+
+def _tp_axis(topo: Topology) -> str | None:
+    return "tp" if "tp" in topo.names and topo.axis("tp").size > 1 else None
+
+
+def _compute_dtype(c: Chip, d: Deployment) -> str:
+    """fp8 (or fp4) weights run fp8 matmuls where the chip has them; integer weights are upcast."""
+    return c.compute_dtype("fp8") if d.weights in ("fp8", "fp4") else "bf16"
+
+
+def _step(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, sequences: float, new_tokens: int,
+          context: int, prefill: bool, bw_eff: float, c_eff: float) -> StepTime:
+    """One step on one chip: `sequences` (over the deployment) each adding `new_tokens` at `context`."""
+    parts = _parts(model)
+    b_w, b_a = units.dtype_bytes(d.weights), units.dtype_bytes(d.activations)
+    tokens = sequences * new_tokens
+    local_seqs, local_tokens = sequences / d.ep, tokens / d.ep
+    L, stage = model.layers, model.layers / d.pp
+    dense_w = (parts.attention_params * L + parts.dense_mlp_params + parts.shared_params) / L
+    expert_w = _experts_touched(model, d, tokens) * parts.expert_params * model.moe_layers / L
+    w_read = (dense_w + expert_w) * stage * b_w / d.tp + parts.embedding_params * b_w / (d.tp * d.pp)
+    if prefill:  # writes the prompt's keys and values
+        kv = kv_bytes_per_sequence_per_chip(model, d, new_tokens) * local_seqs
+        fl = tr.flops_per_token(model, seq_len=new_tokens, causal=True)
+    else:  # reads the whole context; the new token attends to all of it
+        kv = kv_bytes_per_sequence_per_chip(model, d, 1) * context * local_seqs
+        fl = tr.flops_per_token(model, seq_len=context, causal=False)
+    flops = fl.forward_flops * tokens / (d.tp * d.ep * d.pp)
+    compute = flops / (c.peak_flops_per_s(_compute_dtype(c, d)) * c_eff)
+    memory = (w_read + kv) / (c.hbm_bytes_per_s * bw_eff)
+    tp = ep = pp = 0.0
+    if d.tp > 1:
+        tp = 2 * stage * collectives.all_reduce(topo, axes="tp", bytes_=local_tokens * model.d_model * b_a).seconds
+    if d.ep > 1:
+        v = d.ep * local_tokens * model.experts_per_token * model.d_model * b_a
+        ep = 2 * model.moe_layers / d.pp * collectives.all_to_all(topo, axes="ep", bytes_=v).seconds
+    if d.pp > 1:
+        pp = collectives.permute(topo, axes="pp", bytes_=d.pp * local_tokens * model.d_model * b_a).seconds
+    return StepTime(flops=flops, weight_bytes_read=w_read, kv_bytes_read=kv, compute_seconds=compute,
+                    memory_seconds=memory, tp_seconds=tp, ep_seconds=ep, pp_seconds=pp)
+
+
+def _workspace(model: Transformer, d: Deployment, prompt_len: int) -> float:
+    """Prefill workspace of one prompt: its activations (D and F wide) and fp32 logits of one row."""
+    b = units.dtype_bytes(d.activations)
+    width = model.d_ff or (model.experts_per_token + model.shared_experts) * model.expert_d_ff
+    return prompt_len * (4 * model.d_model + 3 * width / d.tp) * b + model.vocab * 4.0
+
+
+def memory_per_chip(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: int,
+                    context: int, prompt_len: int | None = None) -> ServingMemory:
+    """Weights + KV cache of `batch` sequences of `context` tokens + prefill workspace, per chip."""
+    c, d = _chip(chip), deployment
+    require_positive(batch=batch, context=context)
+    kv = kv_bytes_per_sequence_per_chip(model, d, context) * math.ceil(batch / d.ep)
+    return ServingMemory(weight_bytes=weights_per_chip(model, d), kv_cache_bytes=kv,
+                         workspace_bytes=_workspace(model, d, prompt_len or context), hbm_bytes=c.hbm_bytes)
+
+
+def max_batch(model: Transformer, *, chip: "str | Chip", deployment: Deployment, context: int,
+              prompt_len: int | None = None) -> int:
+    """Largest batch of `context`-token sequences whose KV cache fits beside the weights (0 if none).
+
+    B_max = ep x floor((HBM - weights - workspace) / KV per sequence per chip).
+    """
+    c, d = _chip(chip), deployment
+    require_positive(context=context)
+    free = c.hbm_bytes - weights_per_chip(model, d) - _workspace(model, d, prompt_len or context)
+    if free <= 0:
+        return 0
+    return d.ep * int(free // kv_bytes_per_sequence_per_chip(model, d, context))
+
+
+def chips_to_hold(model: Transformer, *, chip: "str | Chip", weights: str = "bf16", kv: str = "bf16",
+                  batch: int = 0, context: int = 0) -> int:
+    """Fewest chips whose HBM holds the weights and the KV cache of `batch` x `context` tokens."""
+    c = _chip(chip)
+    total = tr.params(model).total_params * units.dtype_bytes(weights)
+    if batch and context:
+        total += tr.kv_cache(model, seq_len=context, batch=batch, dtype=kv).bytes
+    return max(1, math.ceil(total / c.hbm_bytes))
+
+
+def critical_decode_batch(chip: "str | Chip", *, weights: str = "bf16") -> float:
+    """Batch at which the weight matmuls of a decode step turn compute-bound (attention aside).
+
+    Each step reads every weight once (w bytes) for 2 B FLOPs per weight: B* = peak w / (2 HBM),
+    chapter 1's critical batch at the weight dtype (`roofline.critical_batch`). Reading the KV
+    cache only pushes it higher; fp8 weights on a chip with fp8 matmuls double the peak too.
+    """
+    from . import roofline
+
+    c = _chip(chip)
+    if weights in ("fp8", "fp4") and "fp8" in c.flops_per_s:
+        return c.peak_flops_per_s("fp8") * units.dtype_bytes(weights) / (2 * c.hbm_bytes_per_s)
+    return roofline.critical_batch(c, "bf16", weight_dtype=weights)
+
+
+def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment | None = None, batch: "int | str",
+             prompt_len: int, output_len: int, bandwidth_efficiency: float | None = None,
+             compute_efficiency: float | None = None) -> ServingEstimate:
+    """Latency, throughput and memory of serving `model` at `batch` sequences (Chapter 7).
+
+    Decode runs at the average context prompt_len + output_len / 2; memory holds the full
+    prompt_len + output_len for every sequence. `batch="max"` serves the largest batch that fits.
+    """
+    if not isinstance(model, Transformer):
+        raise Error(f"model must be a scalebook.models.Transformer, got {type(model).__name__}")
+    d = deployment or Deployment()
+    if not isinstance(d, Deployment):
+        raise Error(f"deployment must be a scalebook.inference.Deployment, got {type(d).__name__}")
+    c = _chip(chip)
+    for name, v in (("prompt_len", prompt_len), ("output_len", output_len)):
+        _positive_int(name, v)
+    check_deployment(model, d)
+    bw_default, c_default = default_efficiency(c)
+    bw = bw_default if bandwidth_efficiency is None else bandwidth_efficiency
+    ce = c_default if compute_efficiency is None else compute_efficiency
+    for name, v in (("bandwidth_efficiency", bw), ("compute_efficiency", ce)):
+        require_positive(**{name: v})
+        if v > 1:
+            raise Error(f"{name} is a fraction, at most 1; got {v:g}")
+    context = prompt_len + output_len
+    most = max_batch(model, chip=c, deployment=d, context=context, prompt_len=prompt_len)
+    if batch == "max":
+        if most < 1:
+            raise Error(f"{model.name} does not fit on {d.chips} {c.name} with {d.label()}: not even one sequence "
+                        f"of {context} tokens; use more chips or smaller weights")
+        batch = most
+    _positive_int("batch", batch)
+    topo = deployment_topology(c, d)
+    pre = _step(model, c, d, topo, sequences=d.ep, new_tokens=prompt_len, context=prompt_len, prefill=True,
+                bw_eff=bw, c_eff=ce)
+    avg = prompt_len + output_len // 2
+    dec = _step(model, c, d, topo, sequences=batch / d.pp, new_tokens=1, context=avg, prefill=False,
+                bw_eff=bw, c_eff=ce)
+    mem = memory_per_chip(model, chip=c, deployment=d, batch=batch, context=context, prompt_len=prompt_len)
+    return ServingEstimate(model_name=model.name, chip=c, deployment=d, batch=batch, prompt_len=prompt_len,
+                           output_len=output_len, bandwidth_efficiency=bw, compute_efficiency=ce, prefill=pre,
+                           decode=dec, memory=mem, max_batch=most)

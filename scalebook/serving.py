@@ -1,0 +1,251 @@
+"""Serving a workload: the latency/throughput frontier, continuous batching, cost per token,
+prefix caching, speculative decoding, disaggregated prefill and decode, and a serving planner.
+
+Chapter 7 derives these from `scalebook.inference` (one deployment at one batch); chapter 8 uses
+them to serve LLaMA 3 and an MoE model.
+
+Continuous batching (mean lengths): `batch` sequences decode together; each step finishes
+batch / output_len requests on average, whose replacements need their prompts prefilled. With
+prefill chunked into the decode steps, a step costs decode + (batch / output_len) x prefill of
+one prompt (less the cached prefix), and the server emits `batch` tokens per pp steps.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from . import units
+from .errors import Error, require_non_negative, require_positive
+from .hardware import Chip, chip as _chip
+from .inference import Deployment, ServingEstimate, check_deployment, estimate, max_batch
+from .models import Transformer
+
+
+def frontier(model: Transformer, *, chip: "str | Chip", deployment: Deployment, prompt_len: int, output_len: int,
+             batches: "list[int] | None" = None, **efficiency) -> list[ServingEstimate]:
+    """Estimates at growing batch (powers of two up to the largest that fits, and that one).
+
+    Per-token latency rises with batch while tokens/s per chip rises faster, until the KV
+    cache fills the memory: the latency/throughput frontier of Chapter 7.
+    """
+    most = max_batch(model, chip=chip, deployment=deployment, context=prompt_len + output_len, prompt_len=prompt_len)
+    if most < 1:
+        raise Error(f"{model.name} does not fit on {deployment.chips} {_chip(chip).name} with {deployment.label()}")
+    if batches is None:
+        batches = sorted({b for b in (2 ** i for i in range(20)) if b <= most} | {most})
+    return [estimate(model, chip=chip, deployment=deployment, batch=b, prompt_len=prompt_len, output_len=output_len,
+                     **efficiency) for b in batches]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A server under continuous batching (module docstring), with its cost per token."""
+
+    estimate: ServingEstimate
+    prefix_hit_rate: float
+    step_seconds: float
+    prefill_share: float
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        e = self.estimate
+        return e.batch / (self.step_seconds * e.deployment.pp)
+
+    @property
+    def input_tokens_per_s(self) -> float:
+        e = self.estimate
+        return self.output_tokens_per_s * e.prompt_len / e.output_len
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.output_tokens_per_s / self.estimate.output_len
+
+    @property
+    def per_token_latency_seconds(self) -> float:
+        return self.step_seconds * self.estimate.deployment.pp
+
+    def usd_per_million(self, usd_per_chip_hour: float) -> tuple[float, float]:
+        """(input, output) USD per million tokens: chip-time split by the prefill and decode shares."""
+        require_positive(usd_per_chip_hour=usd_per_chip_hour)
+        per_s = self.estimate.chips * usd_per_chip_hour / 3600
+        return (per_s * self.prefill_share / self.input_tokens_per_s * 1e6,
+                per_s * (1 - self.prefill_share) / self.output_tokens_per_s * 1e6)
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"Workload({self.estimate.model_name}, batch {self.estimate.batch}: "
+                f"{f(self.per_token_latency_seconds, 's')}/token, {self.output_tokens_per_s:.4g} output token/s, "
+                f"{self.requests_per_s:.3g} requests/s, prefill {100 * self.prefill_share:.0f}% of the time)")
+
+
+def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: "int | str",
+                        prompt_len: int, output_len: int, prefix_hit_rate: float = 0.0, **efficiency) -> Workload:
+    """Steady-state throughput with prefill chunked into the decode steps (module docstring).
+
+    `prefix_hit_rate` is the fraction of each prompt already in a prefix cache (its prefill
+    skipped; its KV cache still read in decode).
+    """
+    require_non_negative(prefix_hit_rate=prefix_hit_rate)
+    if prefix_hit_rate >= 1:
+        raise Error(f"prefix_hit_rate is a fraction below 1, got {prefix_hit_rate:g}")
+    e = estimate(model, chip=chip, deployment=deployment, batch=batch, prompt_len=prompt_len, output_len=output_len,
+                 **efficiency)
+    prefill = e.prefill.seconds * (1 - prefix_hit_rate)
+    per_step = e.batch / e.deployment.pp / output_len * prefill  # prompts to refill per step, per stage
+    step = e.decode.seconds + per_step
+    return Workload(estimate=e, prefix_hit_rate=prefix_hit_rate, step_seconds=step, prefill_share=per_step / step)
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding (Leviathan et al. 2023; Chen et al. 2023) with i.i.d. acceptance."""
+
+    acceptance_rate: float
+    draft_tokens: int
+    draft_cost_ratio: float
+
+    @property
+    def tokens_per_round(self) -> float:
+        """Expected tokens per verification: (1 - a^(g+1)) / (1 - a)."""
+        a, g = self.acceptance_rate, self.draft_tokens
+        return g + 1.0 if a == 1 else (1 - a ** (g + 1)) / (1 - a)
+
+    @property
+    def round_cost(self) -> float:
+        """g draft steps at c each, plus one target step that checks g + 1 tokens (memory-bound,
+        so about the price of one decode step): g c + 1 target-step units."""
+        return self.draft_tokens * self.draft_cost_ratio + 1.0
+
+    @property
+    def speedup(self) -> float:
+        return self.tokens_per_round / self.round_cost
+
+    def __repr__(self) -> str:
+        return (f"Speculation(acceptance {self.acceptance_rate:g}, {self.draft_tokens} draft tokens at "
+                f"{self.draft_cost_ratio:g} of a step: {self.tokens_per_round:.3g} tokens per round, "
+                f"speedup {self.speedup:.3g}x)")
+
+
+def speculative_decoding(*, acceptance_rate: float, draft_tokens: int, draft_cost_ratio: float) -> Speculation:
+    """Expected speedup of speculative decoding (Chapter 7); see `Speculation`."""
+    require_non_negative(acceptance_rate=acceptance_rate, draft_cost_ratio=draft_cost_ratio)
+    if acceptance_rate > 1:
+        raise Error(f"acceptance_rate is a probability, at most 1; got {acceptance_rate:g}")
+    if isinstance(draft_tokens, bool) or not isinstance(draft_tokens, int) or draft_tokens < 1:
+        raise Error(f"draft_tokens must be a positive integer, got {draft_tokens!r}")
+    return Speculation(acceptance_rate=acceptance_rate, draft_tokens=draft_tokens, draft_cost_ratio=draft_cost_ratio)
+
+
+@dataclass(frozen=True)
+class Disaggregation:
+    """Separate prefill and decode servers: how many prefill chips each decode chip needs."""
+
+    prefill: ServingEstimate
+    decode: ServingEstimate
+    prefill_chip_seconds_per_request: float
+    decode_chip_seconds_per_request: float
+
+    @property
+    def prefill_chips_per_decode_chip(self) -> float:
+        return self.prefill_chip_seconds_per_request / self.decode_chip_seconds_per_request
+
+    def __repr__(self) -> str:
+        return (f"Disaggregation({self.prefill.model_name}: {self.prefill_chips_per_decode_chip:.3g} prefill chips "
+                f"per decode chip; prefill {self.prefill.deployment.label()}, decode {self.decode.deployment.label()} "
+                f"at batch {self.decode.batch})")
+
+
+def disaggregation(model: Transformer, *, chip: "str | Chip", prefill: Deployment, decode: Deployment,
+                   batch: "int | str", prompt_len: int, output_len: int, **efficiency) -> Disaggregation:
+    """Prefill chips per decode chip for a workload (Chapter 7).
+
+    A request costs prefill chips x prefill seconds on the prefill side and decode chips x
+    output_len x per-token latency / batch on the decode side; their ratio sizes the two pools.
+    """
+    p = estimate(model, chip=chip, deployment=prefill, batch=1, prompt_len=prompt_len, output_len=output_len,
+                 **efficiency)
+    d = estimate(model, chip=chip, deployment=decode, batch=batch, prompt_len=prompt_len, output_len=output_len,
+                 **efficiency)
+    return Disaggregation(prefill=p, decode=d, prefill_chip_seconds_per_request=p.chips * p.prefill_seconds,
+                          decode_chip_seconds_per_request=d.chips * output_len * d.per_token_latency_seconds / d.batch)
+
+
+# --- planner ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """What `plan_serving` found: the best throughput per chip within the latency target, and
+    the frontier (per-token latency against tokens/s per chip) over every configuration tried."""
+
+    model_name: str
+    chip_name: str
+    latency_target_seconds: float
+    considered: int
+    meeting_target: int
+    best: tuple[ServingEstimate, ...]
+    frontier: tuple[ServingEstimate, ...]
+
+    def rows(self, which: str = "best") -> list[dict]:
+        f = units.format_quantity
+        items = self.best if which == "best" else self.frontier
+        return [{"rank": i + 1, "deployment": e.deployment.label(), "chips": e.chips, "batch": e.batch,
+                 "latency/token": f(e.per_token_latency_seconds, "s"), "tokens/s/chip": f"{e.output_tokens_per_s_per_chip:.4g}",
+                 "TTFT": f(e.ttft_seconds, "s"), "memory/chip": f(e.memory.bytes, "B")} for i, e in enumerate(items)]
+
+    def __repr__(self) -> str:
+        head = (f"ServingPlan({self.model_name} on {self.chip_name}, <= {units.format_quantity(self.latency_target_seconds, 's')}"
+                f" per token: {self.meeting_target} of {self.considered} configurations meet it)")
+        return "\n".join([head] + [f"  {r['rank']}. {r['deployment']} on {r['chips']} chips, batch {r['batch']}: "
+                                   f"{r['latency/token']}/token, {r['tokens/s/chip']} token/s/chip" for r in self.rows()])
+
+    def _repr_html_(self) -> str:
+        rows = self.rows()
+        if not rows:
+            return f"<p>{self!r}</p>"
+        th = "".join(f"<th>{c}</th>" for c in rows[0])
+        body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r.values()) + "</tr>" for r in rows)
+        return f"<table><caption>{self!r}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _layouts(model: Transformer, c: Chip, max_chips: int) -> list[tuple[int, int]]:
+    """(tp, ep) pairs to try: tp dividing the heads and width within one NVLink domain or pod axis."""
+    limit = c.nvlink_domain if not c.is_tpu else 16
+    tps = [t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= limit and t <= max_chips and model.heads % t == 0
+           and (model.d_ff or model.expert_d_ff) % t == 0]
+    eps = [e for e in (1, 2, 4, 8, 16, 32, 64) if model.is_moe and model.routed_experts % e == 0] or [1]
+    return [(t, e) for t in tps for e in eps if t * e <= max_chips]
+
+
+def plan_serving(model: Transformer, *, chip: "str | Chip", latency_target_s: float, prompt_len: int, output_len: int,
+                 weights: "tuple[str, ...]" = ("bf16", "fp8", "int8"), kv: "tuple[str, ...]" = ("bf16", "fp8"),
+                 max_chips: int = 256, top: int = 5, **efficiency) -> ServingPlan:
+    """The configuration (chips, sharding, batch, quantisation) with the best output tokens/s per
+    chip whose per-token latency meets `latency_target_s`, and the frontier (Chapters 7, 8).
+
+    Tries tp (within a node or pod axis) x ep (MoE) x weight and KV dtypes x batch (powers of two
+    up to the largest that fits); dtypes a chip cannot hold are skipped (fp8 needs no special
+    support in memory, only in speed).
+    """
+    c = _chip(chip)
+    require_positive(latency_target_s=latency_target_s)
+    tried: list[ServingEstimate] = []
+    for (tp, ep), w, k in itertools.product(_layouts(model, c, max_chips), weights, kv):
+        d = Deployment(tp=tp, ep=ep, weights=w, kv=k)
+        try:
+            check_deployment(model, d)
+            tried.extend(frontier(model, chip=c, deployment=d, prompt_len=prompt_len, output_len=output_len,
+                                  **efficiency))
+        except Error:
+            continue
+    if not tried:
+        raise Error(f"no layout of up to {max_chips} {c.name} chips holds {model.name} with a "
+                    f"{prompt_len + output_len}-token context")
+    ok = [e for e in tried if e.per_token_latency_seconds <= latency_target_s]
+    best = sorted(ok, key=lambda e: (-e.output_tokens_per_s_per_chip, e.per_token_latency_seconds))[:top]
+    front, best_rate = [], -1.0
+    for e in sorted(tried, key=lambda e: (e.per_token_latency_seconds, -e.output_tokens_per_s_per_chip)):
+        if e.output_tokens_per_s_per_chip > best_rate:
+            front.append(e)
+            best_rate = e.output_tokens_per_s_per_chip
+    return ServingPlan(model_name=model.name, chip_name=c.name, latency_target_seconds=latency_target_s,
+                       considered=len(tried), meeting_target=len(ok), best=tuple(best), frontier=tuple(front))
