@@ -1,0 +1,161 @@
+"""Answer keys of chapter 6 (a training plan for LLaMA 3): compute, memory, layouts, thresholds, cost, published runs."""
+from __future__ import annotations
+
+import math
+
+from ... import hardware, planner, runs, training
+from ... import transformer as tr
+from ...errors import Error
+from ...models import preset
+from ...training import Strategy
+from ..problem import problem
+
+_T = 8192  # tokens per sequence in every LLaMA 3 question of the chapter
+
+
+def _run_estimate(run_id: str, **assume) -> training.TrainingEstimate:
+    r = runs.published_run(run_id)
+    kw = r.estimate_kwargs()
+    return training.estimate(r.model_config(), strategy=Strategy(**{**kw.pop("strategy_kwargs"), **assume}), **kw)
+
+
+@problem("6.1", title="Training compute of LLaMA-3 405B", unit="FLOP",
+         model="llama3-405b", tokens=15.6e12, seq_len=_T,
+         hint="model FLOPs per token = 3 x forward: 2 x the matmul weights (unembedding included, the embedding "
+              "lookup not) plus the causal attention scores 2 T N H per layer")
+def training_compute(model, tokens, seq_len):
+    return tr.flops_per_token(preset(model), seq_len=seq_len, causal=True).training_flops * tokens
+
+
+@problem("6.2", title="The smallest slice for pure FSDP", unit="chip",
+         model="llama3-70b", chip="tpu-v5p", candidates=(4, 8, 16, 32, 64, 128),
+         hint="16 bytes of training state per parameter split over N chips, plus what no split removes: the "
+              "saved layer inputs under full remat, the gathered layers and the fp32 logits of one sequence")
+def smallest_fsdp_slice(model, chip, candidates):
+    m = preset(model)
+    for n in candidates:
+        e = training.estimate(m, strategy=Strategy(fsdp=n, remat="full"), seq_len=_T, batch_seqs=n, chip=chip,
+                              chips=n)
+        if e.fits:
+            return n
+    raise Error("no candidate chip count fits")
+
+
+@problem("6.3", title="How much tensor parallelism ICI can carry", unit="",
+         model="llama3-70b", chip="tpu-v5p",
+         slips={2: "off by 2: an AllReduce moves about 2V / W, and there are 4 per layer (8 D b / W per token)"},
+         hint="TP hides behind compute while tp <= 6 P_layer W / (8 D b peak); round down to a power of two")
+def tp_limit(model, chip):
+    return 2 ** math.floor(math.log2(training.max_tp_degree(preset(model), chip=chip)))
+
+
+#: The three layouts problem 6.4 offers for LLaMA-3 70B on 4096 TPU v5p chips at 4M tokens.
+LAYOUTS_6_4 = {
+    "FSDP512 x TP8": dict(fsdp=512, tp=8, sequence_parallel=True),
+    "FSDP128 x TP8 x PP4": dict(fsdp=128, tp=8, pp=4, sequence_parallel=True, microbatch=1),
+    "FSDP512 x CP8": dict(fsdp=512, cp=8),
+}
+
+
+@problem("6.4", title="Picking the 70B layout on a v5p slice", unit="s", rel_tol=0.05,
+         model="llama3-70b", chip="tpu-v5p", n_chips=4096, batch_tokens=2**22,
+         hint="price each: TP adds 4 exposed activation AllReduces per layer, PP a bubble of (pp - 1) slots over "
+              "only 4 microbatches, CP passes small GQA keys and values behind the attention FLOPs")
+def pick_layout(model, chip, n_chips, batch_tokens):
+    m = preset(model)
+    return min(training.estimate(m, strategy=Strategy(**kw), seq_len=_T, batch_tokens=batch_tokens, chip=chip,
+                                 chips=n_chips).step_seconds for kw in LAYOUTS_6_4.values())
+
+
+@problem("6.5", title="Enough H100s for 70B in three weeks", unit="chip",
+         model="llama3-70b", chip="h100", tokens=15e12, days=21, batch_tokens=2**23, candidates=(2048, 4096, 8192, 16384),
+         hint="even at full matmul efficiency, days = model FLOPs / (N x peak x efficiency); the first N that can "
+              "meet the target must also keep its best layout near compute-bound")
+def chips_for_deadline(model, chip, tokens, days, batch_tokens, candidates):
+    m = preset(model)
+    for n in candidates:
+        best = planner.plan(m, chip=chip, chips=n, batch_tokens=batch_tokens, seq_len=_T, top=1).best[0]
+        if best.days(tokens) <= days:
+            return n
+    raise Error("no candidate chip count meets the deadline")
+
+
+@problem("6.6", title="TPU v5p or H100 on cost", unit="$", rel_tol=0.05,
+         model="llama3-70b", n_chips=4096, tokens=15e12, batch_tokens=2**22,
+         hint="cost = chip-hours x price = model FLOPs / (achieved FLOP/s per chip) / 3600 x price; the chip count cancels")
+def cheaper_chip(model, n_chips, tokens, batch_tokens):
+    m = preset(model)
+    costs = [planner.plan(m, chip=c, chips=n_chips, batch_tokens=batch_tokens, seq_len=_T, top=1).best[0].cost_usd(tokens)
+             for c in ("tpu-v5p", "h100")]
+    return min(costs)
+
+
+@problem("6.7", title="When FSDP stops hiding on H100s", unit="token", chips=8,
+         model="llama3-70b", chip="h100", n_chips=4096, fsdp=512, tp=8,
+         slips={8: "off by 8: the FSDP gather leaves a node through all 8 NICs at once (each GPU moves 1/tp of the "
+                   "weights), so the node's 400 GB/s, not one GPU's 50 GB/s, carries a node's share"},
+         hint="B* = FSDP seconds per step (3 collectives of the weights / tp over the IB group) divided by the "
+              "seconds of compute per token per chip, 3F / (peak x efficiency)")
+def fsdp_threshold_h100(model, chip, n_chips, fsdp, tp):
+    return training.critical_batch_per_chip(preset(model), strategy=Strategy(fsdp=fsdp, tp=tp, sequence_parallel=True),
+                                            seq_len=_T, chip=chip, chips=n_chips)
+
+
+@problem("6.8", title="Virtual stages for Meta's pipeline", unit="",
+         run="llama3-405b-h100-16k", share=0.2, max_v=7,
+         hint="the bubble is (pp - 1) / v microbatch slots against 16 microbatches of work")
+def virtual_stages(run, share, max_v):
+    for v in range(1, max_v + 1):
+        e = _run_estimate(run, sequence_parallel=True, remat="selective", virtual_stages=v)
+        if e.bubble_seconds / e.step_seconds < share:
+            return v
+    raise Error("no virtual-stage count brings the bubble under the target")
+
+
+@problem("6.9", title="MT-NLG's MFU from its step time", unit="%",
+         run="mt-nlg-530b-a100-2240",
+         slips={4 / 3: "off by 4/3: MFU counts model FLOPs only, not the extra forward pass of recomputation",
+                100: "off by 100: give a percentage, not a fraction"},
+         hint="model FLOPs per step = 3 x forward FLOPs per token (attention at T = 2048 included) x tokens; "
+              "MFU = that / (step seconds x GPUs x peak)")
+def mtnlg_mfu(run):
+    r = runs.published_run(run)
+    f = tr.flops_per_token(r.model_config(), seq_len=r.seq_len, causal=True).training_flops * r.batch_tokens
+    return 100 * f / (r.reported_step_seconds * r.chips * hardware.chip(r.chip).peak_flops_per_s(r.dtype))
+
+
+@problem("6.10", title="Days for 405B at Meta's rate", unit="days",
+         model="llama3-405b", tokens=15.6e12, chip_count=16384, flops_per_s_per_chip=400e12,
+         slips={16384: "off by the GPU count: the 400 TFLOP/s are per GPU"})
+def days_405b(model, tokens, chip_count, flops_per_s_per_chip):
+    total = tr.flops_per_token(preset(model), seq_len=_T, causal=True).training_flops * tokens
+    return total / (chip_count * flops_per_s_per_chip) / 86400
+
+
+@problem("6.11", title="Meta's layout without sequence parallelism", unit="GB", rel_tol=0.05,
+         run="llama3-405b-h100-16k", policies=("none", "selective", "full"),
+         hint="activations of 16 microbatches in flight on the first stage, 8 layers each; without sequence "
+              "parallelism the D-wide tensors are whole on every TP chip")
+def meta_layout_memory(run, policies):
+    for pol in policies:
+        e = _run_estimate(run, sequence_parallel=False, remat=pol)
+        if e.fits:
+            return e.memory.bytes / 1e9
+    raise Error("no remat policy fits")
+
+
+@problem("6.12", title="What 70B costs on H100s at 40% MFU", unit="$",
+         model="llama3-70b", tokens=15e12, chip="h100", mfu=0.40,
+         hint="chip-hours = model FLOPs / (peak x MFU) / 3600, whatever the chip count; times the price per chip-hour")
+def cost_70b_h100(model, tokens, chip, mfu):
+    total = tr.flops_per_token(preset(model), seq_len=_T, causal=True).training_flops * tokens
+    hours = total / (hardware.chip(chip).peak_flops_per_s("bf16") * mfu) / 3600
+    return hours * training.price_per_chip_hour(chip)
+
+
+@problem("6.13", title="A step of 405B at 41% MFU", unit="s",
+         model="llama3-405b", chip="h100", chip_count=16384, batch_tokens=2**24, mfu=0.41,
+         slips={16384: "off by the GPU count: all 16,384 GPUs share one step"})
+def step_405b(model, chip, chip_count, batch_tokens, mfu):
+    total = tr.flops_per_token(preset(model), seq_len=_T, causal=True).training_flops * batch_tokens
+    return total / (chip_count * hardware.chip(chip).peak_flops_per_s("bf16") * mfu)

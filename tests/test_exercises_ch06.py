@@ -1,0 +1,167 @@
+"""Chapter 6's answer keys against hand derivations with literal numbers (not the package's step model).
+
+Spec figures are typed from the spec table; the two fitted matmul efficiencies are read from the
+package's data, since they are a fit, not a formula. Where a key comes from the step model, the
+hand derivation keeps the terms that matter (matmuls, memory-bound passes, the collectives that
+set a threshold) and says what it drops; the tolerance says how much that is.
+"""
+import math
+
+import pytest
+
+from scalebook import training
+from scalebook.exercises import check, get, problems
+
+T = 8192
+PEAK = {"h100": 990e12, "tpu-v5p": 459e12, "a100": 310e12}  # dense bf16 FLOP/s (spec table)
+HBM_BW = {"h100": 3.4e12, "tpu-v5p": 2.8e12}  # B/s
+HBM = {"h100": 80e9, "tpu-v5p": 96e9}  # bytes
+PRICE = {"h100": 10.8, "tpu-v5p": 4.2}  # USD per chip-hour, on demand (spec table)
+EFF_TPU = training.default_efficiency("tpu-v5p")
+EFF_GPU = training.default_efficiency("h100")
+
+# LLaMA 3 shapes (Meta model cards): L, D, N, K, H, F, V.
+L70, D70, N70, K70, H70, F70, V = 80, 8192, 64, 8, 128, 28672, 128256
+L405, D405, N405, K405, H405, F405 = 126, 16384, 128, 8, 128, 53248
+
+
+def layer_params(D, N, K, H, F):
+    """Attention Q, O (D x NH) and K, V (D x KH), gated MLP 3 D F, two RMSNorm vectors."""
+    return 2 * D * N * H + 2 * D * K * H + 3 * D * F + 2 * D
+
+
+def forward_flops(L, D, N, K, H, F, T=T):
+    """2 x matmul weights (unembedding D V, no embedding lookup) + causal scores 2 T N H per layer."""
+    return 2 * (L * (2 * D * N * H + 2 * D * K * H + 3 * D * F) + D * V) + L * 2 * T * N * H
+
+
+P70 = L70 * layer_params(D70, N70, K70, H70, F70) + 2 * V * D70 + D70
+FWD70 = forward_flops(L70, D70, N70, K70, H70, F70)
+FWD405 = forward_flops(L405, D405, N405, K405, H405, F405)
+TRAIN70 = 3 * FWD70 * 15e12  # model FLOPs of 15T tokens
+
+
+def memory_bound_seconds_per_token(L, D, N, K, H, F, hbm_bw, passes=3):
+    """Norms and residuals (10 D), SwiGLU (3 F) and RoPE (2 (N + K) H) per layer, read and written in bf16,
+    forward plus twice that backward (the step model's elementwise passes, flash attention on)."""
+    return (10 * D + 3 * F + 2 * (N + K) * H) * L * passes * 2 / hbm_bw
+
+
+def test_shapes_are_what_the_derivations_assume():
+    assert P70 == 70_553_706_496
+    assert FWD70 == pytest.approx(1.4974e11, rel=1e-4)
+
+
+# 6.2: state 16 B/param over N, plus the layer inputs full remat keeps (L T D bf16), two gathered layers and
+# the fp32 logits of one sequence. 8 chips: the state alone (141 GB) overflows 96 GB; 16 chips fit.
+def fsdp_memory(n):
+    return 16 * P70 / n + L70 * T * D70 * 2 + 2 * layer_params(D70, N70, K70, H70, F70) * 2 + T * V * 4
+
+
+def test_6_2_boundary_is_clear():
+    assert fsdp_memory(8) > HBM["tpu-v5p"] > fsdp_memory(16)
+    assert 16 * P70 / 8 > HBM["tpu-v5p"]
+
+
+# 6.4 and 6.6: FSDP512 x CP8 is compute-bound: per token per chip, 3F / (peak x eff) of matmuls plus the
+# memory-bound passes (the optimizer update, ~0.1% of the step, is dropped).
+SEC_PER_TOKEN_TPU = 3 * FWD70 / (PEAK["tpu-v5p"] * EFF_TPU) \
+    + memory_bound_seconds_per_token(L70, D70, N70, K70, H70, F70, HBM_BW["tpu-v5p"])
+
+# 6.7: FSDP over 512 nodes on InfiniBand, each GPU moving 1/8 of the weights (TP8 in the node) at 50 GB/s:
+# 3 collectives x P x 2 bytes / 8 x (511/512) / 50e9 per step, against compute per token per chip (with
+# sequence parallelism every elementwise pass is split over the 8 TP chips, so per chip-token it is whole).
+T_FSDP = 3 * P70 * 2 / 8 * (511 / 512) / 50e9
+SEC_PER_TOKEN_H100 = 3 * FWD70 / (PEAK["h100"] * EFF_GPU) \
+    + memory_bound_seconds_per_token(L70, D70, N70, K70, H70, F70, HBM_BW["h100"])
+
+# 6.9: MT-NLG 530B: 105 layers, D = 20480, 128 heads of 160 (multi-head), plain MLP 4D, vocabulary 51200.
+MTNLG_FWD = 2 * (105 * (4 * 20480 * 20480 + 2 * 20480 * 81920) + 20480 * 51200) + 105 * 2 * 2048 * 20480
+
+# 6.11: Meta's 405B layout, TP8 x PP16 x DP128, ZeRO-2, no sequence parallelism, full remat: the first stage
+# holds 8 layers and half the embeddings; activations: the bf16 input of each of its 8 layers, whole on every
+# TP chip, for 16 microbatches in flight; fp32 logits split over TP. Drops the one layer being recomputed (~3%).
+STAGE405 = 8 * layer_params(D405, N405, K405, H405, F405) + (2 * V * D405 + D405) / 2
+MEM_6_11 = STAGE405 / 8 * (2 + 2 / 128 + 12 / 128) + 8 * 16 * T * D405 * 2 + T * V * 4 / 8
+
+HAND = {
+    "6.1": 3 * FWD405 * 15.6e12,
+    "6.2": 16,
+    # largest power of two below 6 P_layer W / (8 D b peak), W = 180 GB/s bidirectional ICI
+    "6.3": 2 ** math.floor(math.log2(6 * layer_params(D70, N70, K70, H70, F70) * 180e9 / (8 * D70 * 2 * PEAK["tpu-v5p"]))),
+    "6.4": SEC_PER_TOKEN_TPU * 2**22 / 4096,
+    "6.5": 8192,
+    "6.6": SEC_PER_TOKEN_TPU * 15e12 / 3600 * PRICE["tpu-v5p"],
+    "6.7": T_FSDP / SEC_PER_TOKEN_H100,
+    "6.8": 4,
+    "6.9": 100 * 3 * MTNLG_FWD * 1920 * 2048 / (60.1 * 2240 * PEAK["a100"]),
+    "6.10": 3 * FWD405 * 15.6e12 / (16384 * 400e12) / 86400,
+    "6.11": MEM_6_11 / 1e9,
+    "6.12": TRAIN70 / (PEAK["h100"] * 0.40) / 3600 * PRICE["h100"],
+    "6.13": 3 * FWD405 * 2**24 / (16384 * PEAK["h100"] * 0.41),
+}
+# How close each hand derivation must come to the key (it drops the terms named above).
+REL = {"6.4": 0.005, "6.6": 0.005, "6.7": 0.005, "6.11": 0.05}
+
+
+def test_6_3_rule_gives_fifteen_before_rounding():
+    assert 6 * layer_params(D70, N70, K70, H70, F70) * 180e9 / (8 * D70 * 2 * PEAK["tpu-v5p"]) == \
+        pytest.approx(15.36, abs=0.01)
+
+
+def test_6_5_four_thousand_h100s_cannot_make_three_weeks_even_at_full_efficiency():
+    ideal_days = lambda n: TRAIN70 / (n * PEAK["h100"] * EFF_GPU) / 86400  # noqa: E731
+    assert ideal_days(4096) > 21 > ideal_days(8192)
+
+
+def test_6_6_h100_costs_more_even_at_full_matmul_efficiency():
+    assert TRAIN70 / (PEAK["h100"] * EFF_GPU) / 3600 * PRICE["h100"] > HAND["6.6"]
+
+
+def test_6_8_bubble_slots_cross_twenty_percent_at_four():
+    share = lambda v: (15 / v) / (16 + 15 / v)  # noqa: E731
+    assert share(3) > 0.2 > share(4)
+
+
+def test_every_chapter_6_problem_has_a_hand_derivation():
+    assert sorted(p.id for p in problems("6")) == sorted(HAND)
+
+
+def test_at_least_twelve_problems():
+    assert len(problems("6")) >= 12
+
+
+@pytest.mark.parametrize("pid", sorted(HAND))
+def test_key_equals_hand_derivation(pid):
+    assert get(pid).answer() == pytest.approx(HAND[pid], rel=REL.get(pid, 1e-6))
+
+
+@pytest.mark.parametrize("pid", sorted(HAND))
+def test_hand_answer_is_correct(pid):
+    assert check(pid, HAND[pid]).status == "correct"
+
+
+@pytest.mark.parametrize("pid", ["6.1", "6.4", "6.6", "6.7", "6.9", "6.10", "6.11", "6.12", "6.13"])
+@pytest.mark.parametrize("factor, words", [(2, "factor of 2"), (1000, "factor of 1000")])
+def test_unit_slips_get_the_matching_hint(pid, factor, words):
+    r = check(pid, get(pid).answer() * factor)
+    assert r.status == "wrong" and words in r.message
+
+
+def test_problem_specific_slips():
+    assert "4/3" in check("6.9", HAND["6.9"] * 4 / 3).message
+    assert "percentage" in check("6.9", HAND["6.9"] / 100).message
+    assert "400 GB/s" in check("6.7", HAND["6.7"] * 8).message
+    assert "per GPU" in check("6.10", HAND["6.10"] * 16384).message
+    assert "GPUs share one step" in check("6.13", HAND["6.13"] * 16384).message
+
+
+def test_the_other_layouts_of_6_4_are_slower():
+    from scalebook import models
+    from scalebook.exercises.bank.ch06_training_llama import LAYOUTS_6_4
+
+    m = models.preset("llama3-70b")
+    steps = {k: training.estimate(m, strategy=training.Strategy(**kw), seq_len=T, batch_tokens=2**22,
+                                  chip="tpu-v5p", chips=4096).step_seconds for k, kw in LAYOUTS_6_4.items()}
+    assert min(steps, key=steps.get) == "FSDP512 x CP8"
+    assert steps["FSDP512 x TP8"] > 1.2 * steps["FSDP512 x CP8"]
