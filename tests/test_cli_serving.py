@@ -1,0 +1,60 @@
+"""`scalebook serve-estimate` and `scalebook plan-serving`: the JSON contract and bad input."""
+import json
+
+import pytest
+
+from scalebook import cli
+
+KEYS = {"prefill_seconds", "ttft_seconds", "decode_step_seconds", "per_token_latency_seconds", "output_tokens_per_s",
+        "output_tokens_per_s_per_chip", "max_batch", "memory_bytes_per_chip", "fits", "memory_bytes",
+        "decode_parts_seconds", "prefill_parts_seconds"}
+BASE = ["--chip", "h100", "--prompt-len", "2048", "--output-len", "256"]
+
+
+def run_json(capsys, *argv):
+    assert cli.main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_serve_estimate_json_has_the_contract_keys(capsys):
+    d = run_json(capsys, "serve-estimate", "llama3-70b", *BASE, "--chips", "8", "--batch", "32")
+    assert KEYS <= set(d) and isinstance(d["fits"], bool)
+    assert d["deployment"]["tp"] == 8 and d["batch"] == 32
+
+
+def test_batch_max_serves_the_largest_batch_that_fits(capsys):
+    d = run_json(capsys, "serve-estimate", "llama3-70b", *BASE, "--tp", "8", "--batch", "max", "--weights", "fp8",
+                 "--kv", "fp8")
+    assert d["batch"] == d["max_batch"] > 0 and d["fits"]
+
+
+def test_serve_estimate_prices_tokens(capsys):
+    d = run_json(capsys, "serve-estimate", "llama3-8b", *BASE, "--chips", "1", "--batch", "16",
+                 "--usd-per-chip-hour", "3")
+    assert d["usd_per_million_output_tokens"] > 0 and d["usd_per_million_input_tokens"] > 0
+
+
+def test_moe_with_expert_parallelism(capsys):
+    d = run_json(capsys, "serve-estimate", "mixtral-8x7b", *BASE, "--tp", "2", "--ep", "4", "--batch", "64")
+    assert d["chips"] == 8
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["serve-estimate", "llama3-70b", *BASE, "--chips", "8", "--tp", "4", "--batch", "8"], "tp x ep x pp"),
+    (["serve-estimate", "llama3-70b", *BASE, "--chips", "8", "--batch", "lots"], "whole number"),
+    (["serve-estimate", "llama3-70b", *BASE, "--chips", "8", "--batch", "8", "--weights", "int3"], "weights"),
+    (["serve-estimate", "llama3-70b", "--chip", "tpu-v5e", "--prompt-len", "2048", "--output-len", "256",
+      "--chips", "4", "--batch", "max"], "fit"),
+    (["serve-estimate", "llama3-8b", *BASE, "--chips", "3", "--batch", "8"], "heads"),
+])
+def test_bad_serving_input_exits_2_with_one_line(argv, needle, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and needle in err
+
+
+def test_plan_serving_json(capsys):
+    d = run_json(capsys, "plan-serving", "llama3-70b", *BASE, "--latency-ms", "30", "--top", "3")
+    assert 0 < len(d["best"]) <= 3 and d["meeting_target"] <= d["considered"]
+    assert all(b["per_token_latency_seconds"] <= 0.030 for b in d["best"])
+    assert KEYS <= set(d["best"][0])
