@@ -1,0 +1,135 @@
+"""Published serving results (Chapter 8): the data loads, is self-consistent and matches its sources."""
+import dataclasses
+import json
+import re
+from pathlib import Path
+from types import MappingProxyType
+
+import pytest
+
+import scalebook
+from scalebook import serving_results, transformer
+from scalebook.serving_results import PublishedServing, published_serving, published_serving_result
+
+IDS = [r.id for r in published_serving()]
+BIB = (Path(__file__).resolve().parents[1] / "book" / "references.bib").read_text()
+BIB_KEYS = set(re.findall(r"^@\w+\{([^,]+),", BIB, flags=re.M))
+REPORTED = ("reported_per_token_latency_seconds", "reported_ttft_seconds", "reported_output_tokens_per_s",
+            "reported_output_tokens_per_s_per_chip", "reported_total_tokens_per_s", "reported_prefill_seconds")
+
+
+def test_there_are_results_with_unique_ids():
+    assert len(IDS) >= 8 and len(set(IDS)) == len(IDS)
+
+
+@pytest.mark.parametrize("result_id", IDS)
+def test_each_model_builds_and_matches_the_published_size(result_id):
+    r = published_serving_result(result_id)
+    total = transformer.params(r.model_config()).total_params
+    assert total == pytest.approx(r.published_params, rel=0.05)
+
+
+@pytest.mark.parametrize("result_id", IDS)
+def test_degrees_multiply_to_the_chip_count(result_id):
+    r = published_serving_result(result_id)
+    if r.tp is not None:
+        assert r.tp * (r.ep or 1) * (r.pp or 1) == r.chips
+    if r.ep not in (None, 1):
+        assert r.model_config().routed_experts % r.ep == 0
+
+
+@pytest.mark.parametrize("result_id", IDS)
+def test_fields_are_valid_and_cited(result_id):
+    r = published_serving_result(result_id)
+    assert r.chip in scalebook.chip_names()
+    assert r.weights in ("bf16", "int8", "fp8", "int4", "fp4")
+    assert r.kv in (None, "bf16", "int8", "fp8")
+    assert r.phase in serving_results.PHASES
+    assert r.source in BIB_KEYS and r.where and r.notes
+    assert set(r.inferred) <= {f.name for f in dataclasses.fields(PublishedServing)}
+    assert any(getattr(r, name) is not None for name in REPORTED), "each result reports a latency or throughput"
+    assert r.batch is not None or r.max_batch, "an unknown batch must be a max-throughput run"
+    assert r.prompt_len > 0 and r.output_len > 0 and r.chips > 0
+    assert r.reported_mfu is None or 0 < r.reported_mfu < 1
+
+
+@pytest.mark.parametrize("result_id", IDS)
+def test_reported_throughputs_agree_with_each_other(result_id):
+    r = published_serving_result(result_id)
+    if r.reported_output_tokens_per_s is not None and r.reported_output_tokens_per_s_per_chip is not None:
+        assert r.reported_output_tokens_per_s / r.chips == pytest.approx(r.reported_output_tokens_per_s_per_chip, rel=1e-3)
+    if r.reported_output_tokens_per_s is not None and r.reported_per_token_latency_seconds and r.batch:
+        assert r.batch / r.reported_per_token_latency_seconds == pytest.approx(r.reported_output_tokens_per_s, rel=1e-3)
+
+
+@pytest.mark.parametrize("result_id", [i for i in IDS if published_serving_result(i).source == "pope2022efficiently"])
+def test_pope_latencies_reproduce_their_mfu(result_id):
+    """Pope et al. quote MFU beside each latency: 2 N FLOPs per token on chips x 275 TFLOP/s (TPU v4 bf16)."""
+    r = published_serving_result(result_id)
+    peak = 275e12
+    if r.phase == "prefill":
+        tokens, seconds = r.batch * r.prompt_len, r.reported_prefill_seconds
+    else:
+        tokens, seconds = r.batch * r.output_len, r.reported_per_token_latency_seconds * r.output_len
+    mfu = 2 * r.published_params * tokens / (r.chips * peak * seconds)
+    assert mfu == pytest.approx(r.reported_mfu, abs=0.01)
+
+
+def test_not_modelled_results_are_cited_with_a_reason():
+    left_out = serving_results.not_modelled()
+    assert left_out and len({n.id for n in left_out}) == len(left_out)
+    for n in left_out:
+        assert n.source in BIB_KEYS and n.reason and n.reported and n.where
+        assert n.id not in IDS
+
+
+def test_unknown_id_raises_error_listing_valid_ids():
+    with pytest.raises(scalebook.Error, match="palm-540b-tpuv4-decode-low-latency"):
+        published_serving_result("gpt-5-on-abacus")
+
+
+@pytest.mark.parametrize("result_id", IDS)
+def test_cli_args_are_strings_for_serve_estimate(result_id, tmp_path):
+    r = published_serving_result(result_id)
+    path = str(tmp_path / "model.json")
+    args = r.cli_args(model_path=path)
+    assert all(isinstance(a, str) for a in args)
+    assert args[0] == (r.model if isinstance(r.model, str) else path)
+    for flag, value in (("--chip", r.chip), ("--prompt-len", r.prompt_len), ("--output-len", r.output_len),
+                        ("--weights", r.weights)):
+        assert args[args.index(flag) + 1] == str(value)
+    assert ("--tp" in args) == (r.tp is not None) and ("--chips" in args) == (r.tp is None)
+    assert args[args.index("--batch") + 1] == ("max" if r.batch is None else str(r.batch))
+
+
+def _with_inline_model(**changes) -> PublishedServing:
+    r = published_serving_result(IDS[0])
+    fields = {"name": "my-62b", "num_hidden_layers": 64, "hidden_size": 8192, "num_attention_heads": 32,
+              "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 32768, "vocab_size": 256000}
+    return dataclasses.replace(r, model=MappingProxyType(fields), **changes)
+
+
+def test_inline_model_needs_a_path_and_round_trips_through_json(tmp_path):
+    r = _with_inline_model()
+    with pytest.raises(scalebook.Error, match="model_path"):
+        r.cli_args()
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(r.model_json()))
+    assert scalebook.models.from_spec(str(path)) == r.model_config()
+    assert r.model_config().layers == 64 and r.model_name == "my-62b"
+    with pytest.raises(scalebook.Error, match="preset"):
+        published_serving_result(IDS[0]).model_json()
+
+
+def test_unknown_fields_are_left_out_and_unknown_batch_is_max():
+    r = _with_inline_model(tp=None, ep=None, pp=None, batch=None, max_batch=True, kv=None)
+    args = r.cli_args(model_path="m.json")
+    assert args[args.index("--chips") + 1] == str(r.chips)
+    assert "--tp" not in args and "--ep" not in args and "--pp" not in args and "--kv" not in args
+    assert args[args.index("--batch") + 1] == "max"
+    assert "--batch" not in dataclasses.replace(r, max_batch=False).cli_args(model_path="m.json")
+
+
+def test_repr_names_the_result():
+    text = repr(published_serving_result("palm-540b-tpuv4-decode-low-latency"))
+    assert "palm-540b" in text and "tpu-v4p" in text and "29 ms" in text and "pope2022efficiently" in text
