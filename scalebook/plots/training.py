@@ -120,8 +120,8 @@ def critical_batch_vs_chips(chip: str = "tpu-v5p", model: "Transformer | str" = 
         per, where = c.nvlink_domain, "InfiniBand (beyond one node)"
     if hi > per:
         ax.axvspan(per * 1.001, hi * 1.3, color="#eeeeee", zorder=0)
-        ax.annotate(where, xy=(per * 1.1, 0.97), xycoords=("data", "axes fraction"), ha="left", va="top",
-                    fontsize=9, color="0.3")
+        ax.annotate(where, xy=(0.98, 0.97), xycoords="axes fraction", ha="right", va="top", fontsize=9,
+                    color="0.3", bbox=dict(boxstyle="square,pad=0.2", fc="#eeeeee", ec="none"))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xlim(lo / 1.3, hi * 1.3)
