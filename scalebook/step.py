@@ -15,10 +15,12 @@ per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L
   activation dtype through HBM, split over tp (the D-wide part only with sequence parallelism).
   Added to the matmul time: on a GPU these are separate kernels;
 - TP: (4 + 2 if full remat) AllReduces of tok x D activations per layer over tp (sequence
-  parallelism swaps each for an AllGather + ReduceScatter: the same time);
+  parallelism swaps each for an AllGather + ReduceScatter: the same time), plus the vocab-parallel
+  embedding and logits: two more of tok x D and three of tok fp32 softmax statistics;
 - FSDP: per microbatch and layer, the layer's weights AllGathered twice (forward, backward) and their
-  gradients ReduceScattered once over fsdp (experts over the fsdp axes outside ep); hidden
-  behind the microbatch's compute when shorter;
+  gradients ReduceScattered once over fsdp (experts over the fsdp axes outside ep); the
+  embedding, unembedding and final norm gathered once and scattered once; hidden behind the
+  microbatch's compute when shorter;
 - DP: gradients of the chip's shard AllReduced once per step over dp and cp; hidden behind the
   backward pass of the last microbatch when shorter;
 - PP: each microbatch's activations sent forward and their gradients back, once per virtual
@@ -271,7 +273,12 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     g = groups
     tp_each = price("all-reduce", g["tp"], tok * D * b_act)
     tp_count = (4 + 2 * full) * stage_layers
-    t_tp = tp_count * tp_each
+    # Vocab-parallel embedding and logits: the looked-up rows summed over tp (first stage), the
+    # unembedding's input gradient summed (last stage), and the softmax's max, sum and target
+    # logit per token (last stage).
+    vocab_count = np.where(pp > 1, 1.0, 2.0)
+    t_vocab = vocab_count * tp_each + 3 * price("all-reduce", g["tp"], tok * 4.0)
+    t_tp = tp_count * tp_each + t_vocab
 
     moe_stage = m.moe_layers * frac
     v_ep = ep * (tok / tp) * m.experts_per_token * D * b_act
@@ -281,13 +288,18 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
 
     dense_w = m.layer_dense_params * frac + m.other_params / np.minimum(pp, 2)
     expert_w = m.layer_expert_params * frac
-    # FSDP moves one layer at a time (a layer's share of the stage's weights, embeddings included).
-    dense_l, expert_l = dense_w / stage_layers, expert_w / stage_layers
+    # FSDP moves one layer at a time; the embedding, unembedding and final norm (on the first and
+    # last stages) are gathered once for the forward pass (a lookup's gradient never reads the
+    # table; the unembedding is still whole when the backward pass starts) and scattered once.
+    dense_l, expert_l = m.layer_dense_params / m.layers, m.layer_expert_params / m.layers
+    top = m.other_params / np.minimum(pp, 2)
     fsdp_gather = price("all-gather", g["fsdp"], dense_l * s.param_bytes / tp) \
         + price("all-gather", g["expert_fsdp"], expert_l * s.param_bytes / (tp * ep))
     fsdp_scatter = price("reduce-scatter", g["fsdp"], dense_l * s.grad_bytes / tp) \
         + price("reduce-scatter", g["expert_fsdp"], expert_l * s.grad_bytes / (tp * ep))
-    t_fsdp = stage_layers * (2 * fsdp_gather + fsdp_scatter)
+    fsdp_top = price("all-gather", g["fsdp"], top * s.param_bytes / tp) \
+        + price("reduce-scatter", g["fsdp"], top * s.grad_bytes / tp)
+    t_fsdp = stage_layers * (2 * fsdp_gather + fsdp_scatter) + fsdp_top
 
     efsdp = np.where(ep <= fsdp, fsdp / ep, 1.0)
     t_dp = price("all-reduce", g["grad"], dense_w * s.grad_bytes / (tp * fsdp)) \

@@ -426,8 +426,20 @@ def _collectives(st: step.Setting, s: Strategy, pl: Placement, r: Mapping[str, f
     else:
         add("tp", "partial outputs of attention and MLP summed (forward, recompute)", "all-reduce", "tp", v_tp, per, True)
         add("tp", "input gradients of attention and MLP summed (backward)", "all-reduce", "tp", v_tp, 2 * layers * n, True)
+    if s.tp > 1:
+        if s.pp == 1:
+            add("tp", "embedding rows looked up in each vocab shard and summed, forward pass", "all-reduce", "tp", v_tp, n,
+                False)
+        add("tp", "unembedding input gradient summed over vocab shards, backward pass", "all-reduce", "tp", v_tp, n, False)
+        add("tp", "softmax max, sum and target logit over vocab shards (per token, fp32)", "all-reduce", "tp",
+            tok * 4.0, 3 * n, False)
     dense, expert = r["dense_stage_params"], r["expert_stage_params"]
-    layer_w = dense / max(layers, 1)
+    layer_w = m.layer_dense_params / m.layers
+    top = m.other_params / min(s.pp, 2)
+    add("fsdp", "embedding, unembedding and final norm gathered (forward)", "all-gather", "fsdp",
+        top * st.param_bytes / s.tp, n, False)
+    add("fsdp", "embedding, unembedding and final norm gradients reduce-scattered", "reduce-scatter", "fsdp",
+        top * st.grad_bytes / s.tp, n, False)
     add("fsdp", "weights gathered before the forward pass", "all-gather", "fsdp", layer_w * st.param_bytes / s.tp,
         layers * n, True)
     add("fsdp", "weights gathered again for the backward pass", "all-gather", "fsdp", layer_w * st.param_bytes / s.tp,
@@ -435,7 +447,7 @@ def _collectives(st: step.Setting, s: Strategy, pl: Placement, r: Mapping[str, f
     add("fsdp", "weight gradients reduce-scattered", "reduce-scatter", "fsdp", layer_w * st.grad_bytes / s.tp,
         layers * n, True)
     if m.moe_layers:
-        ew = expert / max(layers, 1)
+        ew = m.layer_expert_params / m.layers
         add("fsdp", "expert weights gathered (forward and backward)", "all-gather", "expert_fsdp",
             ew * st.param_bytes / (s.tp * s.ep), 2 * layers * n, True)
         add("fsdp", "expert gradients reduce-scattered", "reduce-scatter", "expert_fsdp",

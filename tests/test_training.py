@@ -147,19 +147,32 @@ def test_data_parallel_allreduce_moves_the_gradients_once():
 
 def test_fsdp_gathers_twice_and_scatters_once_per_layer_and_microbatch():
     e = _est(Strategy(fsdp=8, microbatch=2))
-    per_layer = [c for c in e.collectives if c.parallelism == "fsdp"]
+    per_layer = [c for c in e.collectives if c.parallelism == "fsdp" and c.per_layer]
     assert [c.kind for c in per_layer] == ["all-gather", "all-gather", "reduce-scatter"]
     assert all(c.count == SMALL.layers * e.microbatches for c in per_layer)
     assert e.microbatches == 4
-    weights = scalebook.transformer.params(SMALL).total_params * 2
-    assert sum(c.array_bytes * c.count for c in per_layer) == pytest.approx(3 * weights * 4)
+    p = scalebook.transformer.params(SMALL)
+    top = p.embedding_params + p.unembedding_params + SMALL.d_model
+    assert per_layer[0].array_bytes == (p.total_params - top) / SMALL.layers * 2
+    # the embedding, unembedding and final norm: gathered once forward, scattered once
+    once = [c for c in e.collectives if c.parallelism == "fsdp" and not c.per_layer]
+    assert [c.kind for c in once] == ["all-gather", "reduce-scatter"]
+    assert all(c.count == 4 and c.array_bytes == top * 2 for c in once)
 
 
 def test_tensor_parallelism_allreduces_activations_four_times_a_layer():
     e = _est(Strategy(tp=8))
-    tp = [c for c in e.collectives if c.parallelism == "tp"]
+    tp = [c for c in e.collectives if c.parallelism == "tp" and c.per_layer]
     assert sum(c.count for c in tp) == 4 * SMALL.layers
     assert tp[0].array_bytes == 64 * 2048 * SMALL.d_model * 2
+
+
+def test_vocab_parallel_embedding_and_logits_add_five_small_tp_collectives():
+    e = _est(Strategy(tp=8))
+    vocab = [c for c in e.collectives if c.parallelism == "tp" and not c.per_layer]
+    tokens = 64 * 2048
+    assert sorted((c.count, c.array_bytes) for c in vocab) == sorted(
+        [(1, tokens * SMALL.d_model * 2), (1, tokens * SMALL.d_model * 2), (3, tokens * 4)])
 
 
 def test_full_remat_adds_two_tp_allreduces_a_layer_and_raises_hfu():

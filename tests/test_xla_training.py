@@ -7,9 +7,9 @@ backward, `regather=True`) and Megatron TP over tp. The package prices the same 
 `training.estimate`. Every collective XLA compiled is put in one bucket below, and each bucket
 is held against the prediction; where they differ, the test says why in code:
 
-- the package spreads the embedding, unembedding and final norm over the layers' FSDP
-  collectives; the model gathers those once (a lookup's gradient never reads the table, and the
-  unembedding is last in the forward pass and first in the backward, so it stays gathered);
+- the embedding, unembedding and final norm are gathered once for the forward pass and not
+  again (a lookup's gradient never reads the table, and the unembedding is last in the forward
+  pass and first in the backward, so it stays gathered), as the package predicts;
 - norm scales are D long and replicated over tp (Megatron); the package divides every weight by tp;
 - norm scales are not gathered again for the backward: autodiff saves their [1, 1, D] broadcast;
 - the gradient ReduceScatter is an AllReduce + dynamic-slice on CPU (PITFALLS 14), and XLA's
@@ -18,7 +18,7 @@ is held against the prediction; where they differ, the test says why in code:
   sum: the backward pass reduces the attention input gradient as 3 arrays (Q, K and V branches)
   and the MLP's as 2 (gate, up), in one combined op each, so the op count is the predicted one
   but the bytes are 3x and 2x;
-- vocab-parallel embedding and logits add TP collectives the package does not model: one
+- vocab-parallel embedding and logits add TP collectives, as the package predicts: one
   AllReduce of the looked-up activations, one of the unembedding's input gradient, and three
   [B, T] reductions of the softmax over the vocab shards.
 
@@ -93,10 +93,6 @@ MATRICES = tuple(n for n in LAYER_W if n not in NORMS)
 #: The package divides every weight by tp; norm scales (D each: 2 per layer + the final one)
 #: are replicated over tp, so each device gathers (1 - 1/tp) of them more (and stores 1/fsdp of that).
 NORM_TP_EXTRA = (2 * L + 1) * D * F32 * (1 - 1 / TP)
-#: The package's FSDP collectives count, per layer, 1/L of the embedding, unembedding and final
-#: norm (its `dense_stage_params` includes them): bytes per layer it adds for them.
-PARAMS = tr.params(MODEL)
-TOP_SHARE_PER_LAYER = (PARAMS.embedding_params + PARAMS.unembedding_params + D) * F32 / TP / L
 
 
 # ------------------------------------------------------------------ sorting the HLO's collectives
@@ -172,37 +168,41 @@ def test_fsdp_gathers_each_layer_before_its_forward_pass(buckets, est):
     assert sorted(a.array_bytes for a in got) == want
     assert all(a.combined_with == 1 for a in got)
     p = predicted(est, "fsdp", "all-gather", "before the forward pass")
+    top = predicted(est, "fsdp", "all-gather", "embedding, unembedding and final norm gathered")
     assert p.axes == ("fsdp",) and p.count == L and p.per_layer
-    # The package's V per layer includes 1/L of the top-level weights, so the totals compare;
-    # the norm scales are replicated over tp and move (1 - 1/tp) more.
-    assert total(got) == p.count * p.array_bytes + NORM_TP_EXTRA
+    assert top.count == 1 and not top.per_layer
+    # The norm scales are replicated over tp, so each device moves (1 - 1/tp) more of them.
+    assert total(got) == p.count * p.array_bytes + top.array_bytes + NORM_TP_EXTRA
     layer_as_the_package_counts_it = sum(LAYER_W[n] for n in MATRICES) + sum(LAYER_W[n] for n in NORMS) / TP
-    assert layer_as_the_package_counts_it == p.array_bytes - TOP_SHARE_PER_LAYER
+    assert layer_as_the_package_counts_it == p.array_bytes
+    assert sum(TOP_W.values()) == top.array_bytes + D * F32 * (1 - 1 / TP)
 
 
 def test_fsdp_gathers_each_layer_again_for_its_backward_pass(buckets, est):
     got = buckets["fsdp gather backward"]
-    # The 7 matrices of every layer; the norm scales are not gathered again (autodiff saves
-    # their [1, 1, D] broadcast), nor the top-level weights (the embedding's gradient does not
-    # read the table; the unembedding is still gathered from the end of the forward pass).
+    # The 7 matrices of every layer, not the top-level weights (the embedding's gradient does not
+    # read the table; the unembedding is still gathered from the end of the forward pass), as
+    # predicted; the norm scales are not gathered again either (autodiff saves their [1, 1, D]
+    # broadcast), which the package does not know.
     assert sorted(a.array_bytes for a in got) == sorted([LAYER_W[n] for n in MATRICES] * L)
     p = predicted(est, "fsdp", "all-gather", "again for the backward pass")
     assert p.count == L and p.per_layer
-    not_regathered = L * (TOP_SHARE_PER_LAYER + sum(LAYER_W[n] for n in NORMS) / TP)
+    not_regathered = L * sum(LAYER_W[n] for n in NORMS) / TP
     assert total(got) == p.count * p.array_bytes - not_regathered
 
 
 def test_gradients_are_reduce_scattered_over_fsdp_as_one_combined_all_reduce(run, buckets, est):
     got = buckets["fsdp gradient reduce-scatter"]
-    p = predicted(est, "fsdp", "reduce-scatter", "gradients")
-    assert p.count == L and p.axes == ("fsdp",)
+    p = predicted(est, "fsdp", "reduce-scatter", "weight gradients")
+    top = predicted(est, "fsdp", "reduce-scatter", "final norm gradients")
+    assert p.count == L and p.axes == ("fsdp",) and top.count == 1
     # CPU: AllReduce of the same V, then each device keeps its block (PITFALLS 14) ...
     assert xla.CPU_EQUIVALENTS["reduce-scatter"] == "all-reduce" and "dynamic-slice" in run.hlo
     # ... one gradient per weight, all packed (with the loss's batch sum) into one op.
     assert len(got) == len(LAYER_W) * L + len(TOP_W)
     (loss_sum,) = buckets["loss: mean over the batch"]
     assert {a.combined_with for a in got} == {len(got) + 1} == {loss_sum.combined_with}
-    assert total(got) == p.count * p.array_bytes + NORM_TP_EXTRA
+    assert total(got) == p.count * p.array_bytes + top.array_bytes + NORM_TP_EXTRA
 
 
 def test_tp_all_reduces_after_attention_and_mlp_in_the_forward_pass(buckets, est):
@@ -230,16 +230,19 @@ def test_tp_backward_reduces_each_projections_partial_sum_separately(buckets, es
     assert len({a.op for a in attn + mlp}) == p.count
 
 
-def test_vocab_parallel_embedding_and_logits_add_tp_collectives_the_package_leaves_out(buckets, est):
+def test_vocab_parallel_embedding_and_logits_add_the_predicted_tp_collectives(buckets, est):
     v = TOKENS_PER_DEVICE * D * F32
     # Each device looks up the tokens of its vocab half, the halves are summed (forward); the
     # unembedding's input gradient sums over the vocab halves (backward).
     assert [a.array_bytes for a in buckets["tp: vocab-parallel embedding lookup"]] == [v]
     assert [a.array_bytes for a in buckets["tp: unembedding input gradient"]] == [v]
+    assert predicted(est, "tp", "all-reduce", "embedding rows").array_bytes == v
+    assert predicted(est, "tp", "all-reduce", "unembedding input gradient").array_bytes == v
     # The softmax over logits split by vocab: max, sum of exp and the target's logit per token.
     soft = buckets["tp: cross-entropy over vocab shards"]
     assert sorted(a.array_bytes for a in soft) == [TOKENS_PER_DEVICE * F32] * 3
-    assert not [c for c in est.collectives if "embedding" in c.purpose or "logit" in c.purpose]
+    p = predicted(est, "tp", "all-reduce", "softmax")
+    assert (p.count, p.array_bytes) == (3, TOKENS_PER_DEVICE * F32)
 
 
 @pytest.fixture(scope="module")
