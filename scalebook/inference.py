@@ -5,6 +5,9 @@ MLP width (Megatron style, over the fast links), `ep` groups each hold 1/ep of t
 and serve 1/ep of the sequences (attention data-parallel, experts reached by AllToAll), `pp`
 stages each hold 1/pp of the layers. Chips = tp x ep x pp. Weights and KV cache may be quantised.
 
+With `attention="batch"` (Pope et al. 2022, for multi-query models) the tp chips split the KV cache
+by sequence instead of by kv head, and move queries to it and back by AllToAll.
+
 One decode step of a batch of B sequences with C tokens of context, per chip (stage share 1/pp):
 
     bytes  = weights held (experts: only those some token picks, E (1 - (1 - 1/E)^(B k)) of E)
@@ -12,6 +15,9 @@ One decode step of a batch of B sequences with C tokens of context, per chip (st
     FLOPs  = 2 x active params x B / (tp ep) + attention 4 N H C x B / (tp ep)   (per layer, summed)
     time   = max(FLOPs / (peak x compute efficiency), bytes / (HBM x bandwidth efficiency))
              + TP AllReduces (2 a layer of B / ep x D activations) + EP AllToAlls (2 a MoE layer)
+
+A large prefill moves less by gathering each layer's weights to every chip than by reducing its
+activations (Pope et al. 2022); its collective time is the smaller of the two.
 
 Attention in decode reads C x 2 K H bytes per sequence for 4 N H C FLOPs: intensity 2N / (K b)
 whatever the batch, so it stays memory-bound (Chapter 7). Prefill of P tokens is the same with
@@ -34,7 +40,7 @@ from ._data import load
 from .errors import Error, require_positive
 from .hardware import Chip, chip as _chip
 from .models import Transformer
-from .topology import Topology, for_mesh
+from .topology import Axis, Topology, for_chips
 
 WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
@@ -56,10 +62,18 @@ class Deployment:
     weights: str = "bf16"
     kv: str = "bf16"
     activations: str = "bf16"
+    #: How the tp chips split attention: "heads" (Megatron: each chip its heads and their KV
+    #: cache, repeated once tp exceeds the kv heads) or "batch" (Pope et al. 2022: the KV cache of
+    #: 1/tp of the sequences per chip, queries moved there and back by two AllToAlls a layer).
+    #: "auto" picks "batch" when tp does not divide the heads or exceeds the kv heads (MQA),
+    #: "heads" otherwise; `resolve` fixes it for a model.
+    attention: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("tp", "ep", "pp"):
             _positive_int(name, getattr(self, name))
+        if self.attention not in ("heads", "batch", "auto"):
+            raise Error(f"unknown attention split {self.attention!r}; valid: heads, batch, auto")
         for name, valid in (("weights", WEIGHT_DTYPES), ("kv", KV_DTYPES), ("activations", ("bf16", "fp16", "fp32"))):
             raw = getattr(self, name)
             value = units.canonical_dtype(raw) if isinstance(raw, str) and raw in units.DTYPE_BYTES else None
@@ -76,9 +90,17 @@ class Deployment:
         kw.update(changes)
         return Deployment(**kw)
 
+    def resolve(self, model: Transformer) -> "Deployment":
+        """This deployment with attention="auto" decided for `model` (class docstring)."""
+        if self.attention != "auto":
+            return self
+        by_batch = self.tp > 1 and (model.heads % self.tp or (self.tp > model.kv_heads and not model.is_mla))
+        return self.replace(attention="batch" if by_batch else "heads")
+
     def label(self) -> str:
         parts = [f"{k.upper()}{getattr(self, k)}" for k in ("tp", "ep", "pp") if getattr(self, k) > 1] or ["1 chip"]
-        return f"{' x '.join(parts)} ({self.weights} weights, {self.kv} KV)"
+        split = ", attention by batch" if self.attention == "batch" and self.tp > 1 else ""
+        return f"{' x '.join(parts)} ({self.weights} weights, {self.kv} KV{split})"
 
     def __repr__(self) -> str:
         return f"Deployment({self.label()})"
@@ -86,8 +108,10 @@ class Deployment:
 
 def check_deployment(model: Transformer, d: Deployment) -> None:
     """Raise `Error` where the layout cannot split this model."""
-    if model.heads % d.tp:
-        raise Error(f"tp={d.tp} must divide the {model.heads} query heads of {model.name}")
+    d = d.resolve(model)
+    if d.attention == "heads" and model.heads % d.tp:
+        raise Error(f"tp={d.tp} must divide the {model.heads} query heads of {model.name} (or split attention by "
+                    "batch: Deployment(attention='batch'))")
     width = model.d_ff or model.expert_d_ff
     if width % d.tp:
         raise Error(f"tp={d.tp} must divide the MLP width {width} of {model.name}")
@@ -100,30 +124,37 @@ def check_deployment(model: Transformer, d: Deployment) -> None:
 
 
 def default_efficiency(chip: "str | Chip") -> tuple[float, float]:
-    """(bandwidth, compute) efficiency of a chip family for serving, fitted in chapter 8."""
+    """(bandwidth, compute) efficiency of a chip family for serving, fitted in chapter 8.
+
+    `data/serving_efficiency.json` names the published results each was fitted on
+    (`refit_default_efficiency`; `tools/fit_serving_efficiency.py` writes the file).
+    """
     fam = "tpu" if _chip(chip).is_tpu else "gpu"
     entry = load("serving_efficiency")[fam]
     return float(entry["bandwidth_efficiency"]), float(entry["compute_efficiency"])
 
 
 def deployment_topology(chip: "str | Chip", d: Deployment) -> Topology:
-    """The chips of a deployment as a mesh: tp innermost (NVLink or ICI), then ep, then pp.
+    """The chips of a deployment, with one mesh axis (or several) per degree: tp on the fastest
+    links (NVLink or ICI), then ep, then pp, laid out as `training` lays out a strategy
+    (`topology.for_chips`; the group axes are named tp*, ep*, pp*)."""
+    from .strategy import _Queue, _ordered
 
-    GPUs: `topology.for_mesh` (an axis may not straddle an NVLink domain). TPUs: one slice with an
-    axis per degree, within a pod.
-    """
     c = _chip(chip)
-    mesh = {k: getattr(d, k) for k in ("pp", "ep", "tp") if getattr(d, k) > 1} or {"tp": 1}
-    if not c.is_tpu:
-        return for_mesh(c, mesh)
-    from .topology import _parse_shape, slice as tpu_slice
+    topo = for_chips(c, d.chips)
+    q = _Queue(_ordered(topo))
+    axes = []
+    for kind in ("tp", "ep", "pp"):
+        for i, a in enumerate(q.take(getattr(d, kind), kind)):
+            axes.append(Axis(name=f"{kind}{i}", size=a.size, link=a.link, wraparound=a.wraparound,
+                             bytes_per_s=a.bytes_per_s, one_way_bytes_per_s=a.one_way_bytes_per_s))
+    axes = axes or [Axis(name="tp0", size=1, link="ici" if c.is_tpu else "nvlink", wraparound=False,
+                         bytes_per_s=c.collective_bytes_per_s, one_way_bytes_per_s=c.ici_one_way_bytes_per_s)]
+    return Topology(chip=c, kind=topo.kind, axes=tuple(axes), hop_latency_seconds=topo.hop_latency_seconds)
 
-    pod = _parse_shape(c.pod_topology, "pod")
-    sizes = list(mesh.values())
-    if math.prod(sizes) > math.prod(pod) or len(sizes) > c.torus_dims or any(x > max(pod) for x in sizes):
-        raise Error(f"layout {mesh} does not fit one {c.torus_dims}D {c.name} slice ({c.pod_topology}); "
-                    "serve larger models with more replicas or another chip")
-    return tpu_slice(c, sizes, names=list(mesh))
+
+def _group(topo: Topology, kind: str) -> tuple[str, ...]:
+    return tuple(n for n in topo.names if n.startswith(kind))
 
 
 # --- results ---------------------------------------------------------------------------------
@@ -209,6 +240,7 @@ class ServingEstimate:
     decode: StepTime
     memory: ServingMemory
     max_batch: int
+    prefill_batch: StepTime | None = None
 
     @property
     def chips(self) -> int:
@@ -222,6 +254,11 @@ class ServingEstimate:
     def prefill_seconds(self) -> float:
         """Prefill of one prompt across the deployment (all stages in turn)."""
         return self.prefill.seconds * self.deployment.pp
+
+    @property
+    def prefill_batch_seconds(self) -> float:
+        """Prefill of all `batch` prompts together (the offline case): one pass, B x P tokens."""
+        return (self.prefill_batch or self.prefill).seconds * self.deployment.pp
 
     @property
     def ttft_seconds(self) -> float:
@@ -263,7 +300,8 @@ class ServingEstimate:
             "batch": self.batch, "max_batch": self.max_batch, "prompt_len": self.prompt_len,
             "output_len": self.output_len, "bandwidth_efficiency": self.bandwidth_efficiency,
             "compute_efficiency": self.compute_efficiency,
-            "prefill_seconds": self.prefill_seconds, "ttft_seconds": self.ttft_seconds,
+            "prefill_seconds": self.prefill_seconds, "prefill_batch_seconds": self.prefill_batch_seconds,
+            "ttft_seconds": self.ttft_seconds,
             "decode_step_seconds": self.decode_step_seconds,
             "per_token_latency_seconds": self.per_token_latency_seconds,
             "output_tokens_per_s": self.output_tokens_per_s,
@@ -315,7 +353,7 @@ def _parts(model: Transformer) -> _Parts:
                   embedding_params=unembed)
 
 
-def weights_per_chip(model: Transformer, d: Deployment) -> float:
+def weights_per_chip(model: Transformer, d: Deployment) -> float:  # noqa: D401
     """Bytes of weights one chip holds: everything / (tp pp), routed experts further / ep."""
     p = tr.params(model)
     b = units.dtype_bytes(d.weights)
@@ -324,10 +362,15 @@ def weights_per_chip(model: Transformer, d: Deployment) -> float:
 
 
 def kv_bytes_per_sequence_per_chip(model: Transformer, d: Deployment, tokens: int) -> float:
-    """KV cache of one sequence of `tokens` on one chip: split over tp by kv heads (repeated once
-    tp exceeds them; MLA's latent is not split) and over pp by layers."""
+    """KV cache of one sequence of `tokens` on one chip, on average: split over tp by kv heads
+    (repeated once tp exceeds them; MLA's latent is not split) or, with attention split by batch,
+    1/tp of the sequences per chip; and over pp by layers."""
     kv = tr.kv_cache(model, seq_len=tokens, dtype=d.kv).bytes_per_sequence
-    split = 1 if model.is_mla else min(d.tp, model.kv_heads)
+    d = d.resolve(model)
+    if d.attention == "batch":
+        split = d.tp  # each chip keeps whole caches of 1/tp of the sequences
+    else:
+        split = 1 if model.is_mla else min(d.tp, model.kv_heads)
     return kv / (split * d.pp)
 
 
@@ -370,12 +413,21 @@ def _step(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, sequenc
     memory = (w_read + kv) / (c.hbm_bytes_per_s * bw_eff)
     tp = ep = pp = 0.0
     if d.tp > 1:
-        tp = 2 * stage * collectives.all_reduce(topo, axes="tp", bytes_=local_tokens * model.d_model * b_a).seconds
+        tp = 2 * stage * collectives.all_reduce(topo, axes=_group(topo, "tp"),
+                                                bytes_=local_tokens * model.d_model * b_a).seconds
+        if d.attention == "batch":  # queries to the chip holding their sequence's cache, outputs back
+            v = local_tokens * model.heads * model.head_dim * b_a
+            tp += 2 * stage * collectives.all_to_all(topo, axes=_group(topo, "tp"), bytes_=v).seconds
+        if prefill:  # a big prefill may instead gather each layer's weights and keep its tokens
+            # in place (Pope et al. 2022's weight-gathered layout): take whichever moves less
+            gather = collectives.all_gather(topo, axes=_group(topo, "tp"), bytes_=(dense_w + expert_w) * b_w).seconds
+            tp = min(tp, stage * gather)
     if d.ep > 1:
         v = d.ep * local_tokens * model.experts_per_token * model.d_model * b_a
-        ep = 2 * model.moe_layers / d.pp * collectives.all_to_all(topo, axes="ep", bytes_=v).seconds
+        ep = 2 * model.moe_layers / d.pp * collectives.all_to_all(topo, axes=_group(topo, "ep"), bytes_=v).seconds
     if d.pp > 1:
-        pp = collectives.permute(topo, axes="pp", bytes_=d.pp * local_tokens * model.d_model * b_a).seconds
+        pp = collectives.permute(topo, axes=_group(topo, "pp"),
+                                 bytes_=d.pp * local_tokens * model.d_model * b_a).seconds
     return StepTime(flops=flops, weight_bytes_read=w_read, kv_bytes_read=kv, compute_seconds=compute,
                     memory_seconds=memory, tp_seconds=tp, ep_seconds=ep, pp_seconds=pp)
 
@@ -452,6 +504,7 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     c = _chip(chip)
     for name, v in (("prompt_len", prompt_len), ("output_len", output_len)):
         _positive_int(name, v)
+    d = d.resolve(model)
     check_deployment(model, d)
     bw_default, c_default = default_efficiency(c)
     bw = bw_default if bandwidth_efficiency is None else bandwidth_efficiency
@@ -471,10 +524,63 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     topo = deployment_topology(c, d)
     pre = _step(model, c, d, topo, sequences=d.ep, new_tokens=prompt_len, context=prompt_len, prefill=True,
                 bw_eff=bw, c_eff=ce)
+    pre_batch = _step(model, c, d, topo, sequences=batch, new_tokens=prompt_len, context=prompt_len, prefill=True,
+                      bw_eff=bw, c_eff=ce)
     avg = prompt_len + output_len // 2
     dec = _step(model, c, d, topo, sequences=batch / d.pp, new_tokens=1, context=avg, prefill=False,
                 bw_eff=bw, c_eff=ce)
     mem = memory_per_chip(model, chip=c, deployment=d, batch=batch, context=context, prompt_len=prompt_len)
     return ServingEstimate(model_name=model.name, chip=c, deployment=d, batch=batch, prompt_len=prompt_len,
                            output_len=output_len, bandwidth_efficiency=bw, compute_efficiency=ce, prefill=pre,
-                           decode=dec, memory=mem, max_batch=most)
+                           decode=dec, memory=mem, max_batch=most, prefill_batch=pre_batch)
+
+
+# --- calibration -------------------------------------------------------------------------------
+
+def _bisect(get, target: float, increasing: bool) -> float:
+    lo, hi = 1e-3, 1.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        too_low = get(mid) < target if increasing else get(mid) > target
+        lo, hi = (mid, hi) if too_low else (lo, mid)
+    return hi
+
+
+def fit_efficiencies(model: Transformer, *, chip: "str | Chip", decode: dict, prefill: dict,
+                     decode_seconds_per_token: float, prefill_batch_seconds: float) -> tuple[float, float]:
+    """(bandwidth, compute) efficiencies at which `estimate` reproduces a published decode
+    latency and a published batched prefill time (each dict holds the estimate's other keyword
+    arguments: deployment, batch, prompt_len, output_len). Alternating bisection, a few rounds."""
+    require_positive(decode_seconds_per_token=decode_seconds_per_token, prefill_batch_seconds=prefill_batch_seconds)
+    bw, ce = 0.8, 0.6
+    for _ in range(4):
+        bw = _bisect(lambda x: estimate(model, chip=chip, bandwidth_efficiency=x, compute_efficiency=ce,
+                                        **decode).per_token_latency_seconds, decode_seconds_per_token, False)
+        ce = _bisect(lambda x: estimate(model, chip=chip, bandwidth_efficiency=bw, compute_efficiency=x,
+                                        **prefill).prefill_batch_seconds, prefill_batch_seconds, False)
+    return bw, ce
+
+
+def refit_default_efficiency(family: str) -> tuple[float, float]:
+    """Fit a chip family's default (bandwidth, compute) efficiency again on its anchor results,
+    named in `data/serving_efficiency.json` (results from `scalebook.serving_results`)."""
+    from . import serving_results
+
+    entry = load("serving_efficiency").get(family)
+    if entry is None or "decode_anchor" not in entry:
+        raise Error(f"no anchor results for chip family {family!r}; valid: "
+                    + ", ".join(k for k, v in load("serving_efficiency").items() if isinstance(v, dict) and "decode_anchor" in v))
+    runs = {}
+    for key in ("decode_anchor", "prefill_anchor"):
+        r = serving_results.published_serving_result(entry[key])
+        runs[key] = r
+    dec, pre = runs["decode_anchor"], runs["prefill_anchor"]
+
+    def kwargs(r):
+        return dict(deployment=Deployment(tp=r.tp or r.chips, ep=r.ep or 1, pp=r.pp or 1, weights=r.weights,
+                                          kv=r.kv or "bf16"),
+                    batch=r.batch, prompt_len=r.prompt_len, output_len=r.output_len)
+
+    return fit_efficiencies(dec.model_config(), chip=dec.chip, decode=kwargs(dec), prefill=kwargs(pre),
+                            decode_seconds_per_token=dec.reported_per_token_latency_seconds,
+                            prefill_batch_seconds=pre.reported_prefill_seconds)

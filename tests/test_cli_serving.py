@@ -45,7 +45,8 @@ def test_moe_with_expert_parallelism(capsys):
     (["serve-estimate", "llama3-70b", *BASE, "--chips", "8", "--batch", "8", "--weights", "int3"], "weights"),
     (["serve-estimate", "llama3-70b", "--chip", "tpu-v5e", "--prompt-len", "2048", "--output-len", "256",
       "--chips", "4", "--batch", "max"], "fit"),
-    (["serve-estimate", "llama3-8b", *BASE, "--chips", "3", "--batch", "8"], "heads"),
+    (["serve-estimate", "llama3-8b", *BASE, "--chips", "3", "--batch", "8", "--attention", "heads"], "heads"),
+    (["serve-estimate", "llama3-8b", *BASE, "--chips", "3", "--batch", "8"], "divide"),
 ])
 def test_bad_serving_input_exits_2_with_one_line(argv, needle, capsys):
     assert cli.main(argv) == 2

@@ -45,7 +45,7 @@ def test_critical_decode_batch_is_chapter_one_critical_batch():
 
 def test_tensor_parallel_decode_pays_two_allreduces_a_layer():
     e = _e(model=L70, tp=8, batch=1)
-    each = scalebook.collectives.all_reduce(scalebook.topology.gpu_node("h100", "8", names=["tp"]), axes="tp",
+    each = scalebook.collectives.all_reduce(scalebook.topology.gpu_node("h100", "8"), axes="X",
                                             bytes_=L70.d_model * 2).seconds
     assert e.decode.tp_seconds == pytest.approx(2 * L70.layers * each)
 
@@ -90,7 +90,7 @@ def test_pipeline_stages_add_latency_but_not_per_chip_throughput_loss():
     assert piped.memory.weight_bytes == pytest.approx(flat.memory.weight_bytes / 2)
 
 
-@pytest.mark.parametrize("kw, match", [(dict(tp=3), "heads"), (dict(ep=2), "mixture"), (dict(weights="int3"), "weights"),
+@pytest.mark.parametrize("kw, match", [(dict(tp=3, deployment=Deployment(tp=3, attention="heads")), "heads"), (dict(ep=2), "mixture"), (dict(weights="int3"), "weights"),
                                        (dict(batch=0), "batch"), (dict(prompt=0), "prompt_len"),
                                        (dict(bandwidth_efficiency=2.0), "at most 1")])
 def test_bad_serving_input_raises_error(kw, match):
@@ -180,3 +180,27 @@ def test_plan_serving_meets_the_target_and_maximises_throughput():
 def test_plan_serving_with_an_impossible_target_finds_nothing_within_it():
     p = serving.plan_serving(L70, chip="h100", latency_target_s=1e-4, prompt_len=2048, output_len=512)
     assert p.best == () and p.meeting_target == 0 and p.frontier
+
+
+def test_default_efficiency_reproduces_its_anchor_results():
+    """If the inference model changes, run tools/fit_serving_efficiency.py to refit the defaults."""
+    bw, ce = inf.refit_default_efficiency("tpu")
+    assert (bw, ce) == pytest.approx(inf.default_efficiency("tpu-v4p"), abs=1e-3)
+
+
+def test_a_big_prefill_gathers_weights_when_that_moves_less_than_activations():
+    palm = models.preset("palm-62b")
+    e = inf.estimate(palm, chip="tpu-v4p", deployment=Deployment(tp=32), batch=512, prompt_len=2048, output_len=64)
+    p = tr.params(palm)
+    layer_weights = (p.total_params - p.embedding_params - p.unembedding_params) / palm.layers * 2
+    topo = inf.deployment_topology("tpu-v4p", Deployment(tp=32))
+    gather = scalebook.collectives.all_gather(topo, axes=topo.names, bytes_=layer_weights).seconds
+    assert e.prefill_batch.tp_seconds <= palm.layers * gather * 1.01
+
+
+def test_multi_query_attention_splits_its_cache_by_batch():
+    palm = models.preset("palm-540b")  # one kv head, 48 query heads
+    d = Deployment(tp=64).resolve(palm)
+    assert d.attention == "batch"
+    per_chip = inf.kv_bytes_per_sequence_per_chip(palm, Deployment(tp=64), 1000)
+    assert per_chip == pytest.approx(tr.kv_cache(palm, seq_len=1000).bytes_per_sequence / 64)

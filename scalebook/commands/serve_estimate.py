@@ -53,6 +53,8 @@ def register(sub) -> None:
     p.add_argument("--batch", required=True, type=batch_arg, help="concurrent sequences, or 'max' (largest that fits)")
     p.add_argument("--weights", default="bf16", help="weight dtype: bf16, fp16, fp8, int8, int4, fp4")
     p.add_argument("--kv", default="bf16", help="KV cache dtype: bf16, fp16, fp8, int8, int4")
+    p.add_argument("--attention", choices=("auto", "heads", "batch"), default="auto",
+                   help="how tp splits attention: by kv heads, by sequences (Pope et al.), or auto (default)")
     p.add_argument("--prefix-hit-rate", type=float, default=0.0, help="fraction of each prompt in a prefix cache")
     p.add_argument("--usd-per-chip-hour", type=positive_number, default=None,
                    help="price: also report USD per million input and output tokens")
@@ -71,7 +73,8 @@ def deployment(args):
             tp = args.chips // (args.ep * args.pp)
         elif tp * args.ep * args.pp != args.chips:
             raise Error(f"--chips {args.chips} but tp x ep x pp = {tp * args.ep * args.pp}")
-    return Deployment(tp=tp or 1, ep=args.ep, pp=args.pp, weights=args.weights.lower(), kv=args.kv.lower())
+    return Deployment(tp=tp or 1, ep=args.ep, pp=args.pp, weights=args.weights.lower(), kv=args.kv.lower(),
+                      attention=args.attention)
 
 
 def run(args) -> int:
