@@ -1,0 +1,230 @@
+"""Chapter 7's answer keys against hand derivations with literal numbers (not the package).
+
+The decode and prefill steps are re-derived here from the model shapes and the spec table, with the
+book's conventions written out: step = max(FLOPs / (peak x 0.6), bytes / (HBM x 0.8)) + collectives;
+an AllReduce on NVLink takes max(2 V (n-1) / (n W), 2 (n-1) hops x 1 us).
+"""
+import math
+
+import pytest
+
+from scalebook.exercises import check, get
+
+BW, CE = 0.8, 0.6
+HOP = 1e-6  # s per hop
+NVLINK = 450e9  # B/s per GPU, one direction (H100 and H200)
+
+# Spec table: HBM bytes, HBM bytes/s, peak FLOP/s by dtype, on-demand USD per chip-hour.
+H100 = dict(hbm=80e9, bw=3.4e12, bf16=990e12, fp8=2000e12, usd=10.8)
+H200 = dict(hbm=141e9, bw=4.8e12, bf16=990e12, fp8=2000e12)
+V5E = dict(hbm=16e9, bw=0.82e12, bf16=197e12, usd=1.2)
+
+
+def llama(L, D, N, K, H, F, V):
+    """Shapes and counts of a LLaMA-3 model (untied embeddings, gated MLP, two norms a layer + a final one)."""
+    layer = 2 * D * N * H + 2 * D * K * H + 3 * D * F
+    norms = L * 2 * D + D
+    total = L * layer + norms + 2 * V * D
+    return dict(L=L, D=D, N=N, K=K, H=H, F=F, V=V, total=total,
+                read=total - V * D,  # every weight but the input embedding table (one row is looked up)
+                matmul=L * layer + V * D,  # weights in matmuls: layers and the unembedding
+                per_layer=L * layer + norms,  # everything but the two tables, all layers
+                kv_token=2 * L * K * H * 2)  # bf16 KV bytes per token
+
+
+L8 = llama(32, 4096, 32, 8, 128, 14336, 128256)
+L70 = llama(80, 8192, 64, 8, 128, 28672, 128256)
+L405 = llama(126, 16384, 128, 8, 128, 53248, 128256)
+
+
+def test_hand_counts_are_the_published_shapes():
+    assert L8["total"] == 8_030_261_248
+    assert L70["total"] == 70_553_706_496
+    assert L8["kv_token"] == 131_072 and L70["kv_token"] == 327_680
+
+
+def allreduce_nvlink(v, n):
+    return max(2 * v * (n - 1) / (n * NVLINK), 2 * (n - 1) * HOP) if n > 1 else 0.0
+
+
+def decode(m, chip, *, batch, context, tp=1, w=2.0, kv=2.0, peak="bf16"):
+    """(compute, memory, tp) seconds of one decode step on one chip, heads split, KV split by min(tp, K)."""
+    flops = batch * (2 * m["matmul"] + m["L"] * 4 * context * m["N"] * m["H"]) / tp
+    reads = m["read"] * w / tp + batch * context * m["kv_token"] / 2 * kv / min(tp, m["K"])
+    comm = 2 * m["L"] * allreduce_nvlink(batch * m["D"] * 2, tp)
+    return flops / (chip[peak] * CE), reads / (chip["bw"] * BW), comm
+
+
+def step(parts):
+    c, mem, comm = parts
+    return max(c, mem) + comm
+
+
+def prefill(m, chip, *, prompt, tp, w, peak):
+    """One prompt's prefill: causal scores (T/2 keys per query), weights read once, its KV written."""
+    flops = prompt * (2 * m["matmul"] + m["L"] * 4 * (prompt / 2) * m["N"] * m["H"]) / tp
+    reads = m["read"] * w / tp + prompt * m["kv_token"] / min(tp, m["K"])
+    reduce_acts = 2 * m["L"] * allreduce_nvlink(prompt * m["D"] * 2, tp)
+    gather_weights = m["L"] * (m["per_layer"] / m["L"]) * w * (tp - 1) / (tp * NVLINK)
+    return max(flops / (chip[peak] * CE), reads / (chip["bw"] * BW)) + min(reduce_acts, gather_weights)
+
+
+def max_batch(m, chip, *, context, prompt, tp=1, w=2.0, kv=2.0):
+    weights = m["total"] * w / tp
+    workspace = prompt * (4 * m["D"] + 3 * m["F"] / tp) * 2 + m["V"] * 4
+    per_seq = context * m["kv_token"] / 2 * kv / min(tp, m["K"])
+    return int((chip["hbm"] - weights - workspace) // per_seq)
+
+
+# --- 7.7: best tokens/s per chip within 20 ms, bf16 or fp8 weights, TP8 ---------------------------
+
+def _best_within_target():
+    best = 0.0
+    for w, peak in ((2.0, "bf16"), (1.0, "fp8")):
+        most = max_batch(L70, H100, context=2560, prompt=2048, tp=8, w=w)
+        for b in sorted({2 ** i for i in range(20) if 2 ** i <= most} | {most}):
+            t = step(decode(L70, H100, batch=b, context=2048 + 256, tp=8, w=w, peak=peak))
+            if t <= 0.020:
+                best = max(best, b / t / 8)
+    return best
+
+
+# --- 7.9: speculation at batch 256 ---------------------------------------------------------------
+
+def _speculation_at_256():
+    c, mem, comm = decode(L70, H100, batch=256, context=2048, tp=8, w=1.0, peak="fp8")
+    plain = max(c, mem) + comm
+    verify = max(5 * c, mem) + comm
+    tokens = (1 - 0.8 ** 5) / (1 - 0.8)
+    return tokens * plain / (4 * 0.05 * plain + verify)
+
+
+# --- 7.10 and 7.11: prefill of 2048-token prompts beside decode at 512 output tokens ------------
+
+PRE_70B_FP8 = prefill(L70, H100, prompt=2048, tp=8, w=1.0, peak="fp8")
+
+
+def _prefill_pool():
+    dec = step(decode(L70, H100, batch=64, context=2048 + 256, tp=8, w=1.0, peak="fp8"))
+    ratio = (8 * PRE_70B_FP8) / (8 * 512 * dec / 64)
+    return 8 * math.ceil(ratio * 64 / 8)
+
+
+def _hit_rate():
+    d = step(decode(L70, H100, batch=128, context=2048 + 256, tp=8, w=1.0, peak="fp8"))
+    p = 128 / 512 * PRE_70B_FP8
+    return 100 * (1 - 0.2 * d / (0.8 * p))
+
+
+# --- 7.12: Mixtral at batch 4 --------------------------------------------------------------------
+
+def _mixtral_reads():
+    L, D, H, V, E, k, Fe = 32, 4096, 128, 32000, 8, 2, 14336
+    attention = L * (2 * D * 32 * H + 2 * D * 8 * H)
+    router, norms = L * D * E, L * 2 * D + D
+    touched = E * (1 - (1 - 1 / E) ** (4 * k))
+    experts = L * touched * 3 * D * Fe
+    return (attention + router + norms + experts + V * D) * 2 / 2 / 1e9
+
+
+# --- 7.14: cost of LLaMA-3 8B at the largest batch, four single-chip setups ----------------------
+
+def _cheapest():
+    costs = []
+    for chip, w, peak in ((H100, 2.0, "bf16"), (H100, 1.0, "fp8"), (V5E, 1.0, "bf16"), (V5E, 0.5, "bf16")):
+        b = max_batch(L8, chip, context=2560, prompt=2048, w=w)
+        t = step(decode(L8, chip, batch=b, context=2048 + 256, w=w, peak=peak))
+        costs.append(chip["usd"] / 3600 / (b / t) * 1e6)
+    return min(costs)
+
+
+# --- 7.15: LLaMA-3 405B, fp8 on one node against bf16 over two pipeline stages ------------------
+
+def _405b():
+    fp8 = step(decode(L405, H100, batch=32, context=2048 + 256, tp=8, w=1.0, peak="fp8"))
+    # bf16 over TP8 x PP2: each stage reads half the layers in bf16 -- as much as the fp8 node reads --
+    # and a token passes both stages, so its latency is at least twice the fp8 memory time.
+    _, mem_fp8, _ = decode(L405, H100, batch=32, context=2048 + 256, tp=8, w=1.0, peak="fp8")
+    assert 2 * mem_fp8 > fp8
+    return fp8 * 1e3
+
+
+HAND = {
+    # 7.1: (7,504,924,672 weights x 2 B + 1024 x 131,072 B) / (3.4e12 x 0.8), memory-bound.
+    "7.1": 1e3 * step(decode(L8, H100, batch=1, context=1024)),
+    # 7.2: 512 x (2 x matmul weights + 4 x 128 x 32 x 128 x 32) FLOPs at 594 TFLOP/s beats the reads.
+    "7.2": 1e3 * max(decode(L8, H100, batch=512, context=128)[:2]),
+    # 7.3: weight-only int8 runs bf16 matmuls: 990e12 x 1 B / (2 x 3.4e12); fp8 would be 2000e12 x 1 / 6.8e12.
+    "7.3": 990e12 * 1 / (2 * 3.4e12),
+    # 7.4: 2 N / (K b) = 2 x 64 / (8 x 1).
+    "7.4": 2 * 64 / (8 * 1),
+    # 7.5: bf16 holds 44 < 48 sequences of 32k; fp8 holds twice as many.
+    "7.5": max_batch(L70, H100, context=32768, prompt=32768, tp=8, kv=1.0),
+    # 7.6: tp=8 spends 2 x 32 x 14 us on AllReduces against 0.70 ms of reads; tp=4 is the largest that stays below.
+    "7.6": 4,
+    "7.7": _best_within_target(),
+    # 7.8: (1 - 0.8^5) / 0.2 tokens per round over 4 x 0.05 + 1 steps.
+    "7.8": (1 - 0.8 ** 5) / 0.2 / (4 * 0.05 + 1),
+    "7.9": _speculation_at_256(),
+    "7.10": _prefill_pool(),
+    "7.11": _hit_rate(),
+    "7.12": _mixtral_reads(),
+    # 7.13: 8192 tokens x 327,680 B / min(16, 8), in MB.
+    "7.13": 8192 * 327_680 / 8 / 1e6,
+    "7.14": _cheapest(),
+    "7.15": _405b(),
+    # 7.16: 2000e12 x 1 B / (2 x 4.8e12) per expert, times E / k = 256 / 8.
+    "7.16": 2000e12 / (2 * 4.8e12) * 256 / 8,
+}
+
+
+def test_hand_choices_hold():
+    # 7.2 is compute-bound; 7.5 needs fp8 (bf16 holds 44); 7.6: tp=8 is collective-bound, tp=4 is not.
+    c, mem, _ = decode(L8, H100, batch=512, context=128)
+    assert c > mem
+    assert max_batch(L70, H100, context=32768, prompt=32768, tp=8) == 44
+    c8, m8, t8 = decode(L8, H100, batch=1, context=2048, tp=8)
+    c4, m4, t4 = decode(L8, H100, batch=1, context=2048, tp=4)
+    assert t8 > m8 and t4 < m4
+
+
+def test_every_chapter_7_problem_has_a_hand_derivation():
+    from scalebook.exercises import problems
+
+    assert sorted(p.id for p in problems("7")) == sorted(HAND)
+
+
+def test_at_least_twelve_problems():
+    assert len(HAND) >= 12
+
+
+@pytest.mark.parametrize("pid", sorted(HAND))
+def test_key_equals_hand_derivation(pid):
+    assert get(pid).answer() == pytest.approx(HAND[pid], rel=1e-6)
+
+
+@pytest.mark.parametrize("pid", sorted(HAND))
+def test_key_is_correct(pid):
+    assert check(pid, HAND[pid]).status == "correct"
+
+
+@pytest.mark.parametrize("pid", sorted(set(HAND) - {"7.6"}))
+@pytest.mark.parametrize("factor, words", [(2, "factor of 2"), (1000, "factor of 1000"), (8, "factor of 8")])
+def test_slips_are_wrong_with_a_hint(pid, factor, words):
+    r = check(pid, HAND[pid] * factor)
+    assert r.status == "wrong"
+    if pid not in ("7.3", "7.13"):  # these carry their own hint for a factor of 2
+        assert words in r.message
+
+
+def test_problem_specific_slips():
+    r = check("7.3", HAND["7.3"] * 2)
+    assert r.status == "wrong" and "bf16 before the matmul" in r.message
+    r = check("7.13", HAND["7.13"] / 2)
+    assert r.status == "wrong" and "two chips" in r.message
+    # 7.6: the tp that minimises latency (8) is not the one that stays memory-bound.
+    assert check("7.6", 8).status == "wrong"
+    # 7.12: reading all eight experts is the slip of forgetting the routing.
+    all_experts = (32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 8 + 8 * 3 * 4096 * 14336 + 2 * 4096)
+                   + 4096 + 32000 * 4096) / 1e9
+    assert check("7.12", all_experts).status == "wrong"

@@ -1,0 +1,71 @@
+"""Chapter 7's figures: each function draws and returns a Figure (Agg backend)."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from scalebook import Error, inference as inf, models, plots  # noqa: E402
+
+CALLS = {
+    "latency_throughput_frontier": {},
+    "serving_memory_stack": {},
+    "decode_step_breakdown": {},
+    "decode_roofline": {},
+    "serving_cost_vs_batch": {},
+    "speculative_speedup": {},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_returns_a_figure(name):
+    fig = getattr(plots, name)(**CALLS[name])
+    assert isinstance(fig, matplotlib.figure.Figure)
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_draws_into_a_given_axes(name):
+    fig, ax = plt.subplots()
+    assert getattr(plots, name)(ax=ax, **CALLS[name]) is fig
+    plt.close(fig)
+
+
+def test_memory_stack_against_context_and_other_models():
+    fig = plots.serving_memory_stack("llama3-8b", "tpu-v6e", inf.Deployment(tp=4), vary="context", batch=16)
+    plt.close(fig)
+    fig = plots.decode_step_breakdown("mixtral-8x7b", "h100", inf.Deployment(tp=2, ep=2), batches=(1, 64))
+    plt.close(fig)
+    fig = plots.decode_roofline(models.preset("deepseek-v3"), "h200", inf.Deployment(tp=8, weights="fp8"),
+                                max_batch=256)
+    plt.close(fig)
+
+
+def test_decode_parts_add_up_to_the_step():
+    e = inf.estimate(models.preset("llama3-70b"), chip="h100", deployment=inf.Deployment(tp=8), batch=64,
+                     prompt_len=2048, output_len=512)
+    p = plots.decode_parts(e)
+    reads = p["weights"] + p["KV cache"]
+    assert reads == pytest.approx(e.decode.memory_seconds)
+    comm = p["TP AllReduce"] + p["EP AllToAll"] + p["PP send"]
+    assert max(reads, p["compute"]) + comm == pytest.approx(e.decode.seconds)
+
+
+def test_bad_arguments_are_errors():
+    with pytest.raises(Error):
+        plots.latency_throughput_frontier(deployments={})
+    with pytest.raises(Error):
+        plots.serving_memory_stack(vary="tokens")
+    with pytest.raises(Error):
+        plots.serving_memory_stack(values=[])
+    with pytest.raises(Error):
+        plots.decode_step_breakdown(batches=[])
+    with pytest.raises(Error):
+        plots.decode_roofline(contexts=[])
+    with pytest.raises(Error):
+        plots.serving_cost_vs_batch(setups={})
+    with pytest.raises(Error):
+        plots.speculative_speedup([])
+    with pytest.raises(Error):
+        plots.speculative_speedup(max_draft=0)
