@@ -69,9 +69,12 @@ SEC_PER_TOKEN_TPU = 3 * FWD70 / (PEAK["tpu-v5p"] * EFF_TPU) \
     + memory_bound_seconds_per_token(L70, D70, N70, K70, H70, F70, HBM_BW["tpu-v5p"])
 
 # 6.7: FSDP over 512 nodes on InfiniBand, each GPU moving 1/8 of the weights (TP8 in the node) at 50 GB/s:
-# 3 collectives x P x 2 bytes / 8 x (511/512) / 50e9 per step, against compute per token per chip (with
-# sequence parallelism every elementwise pass is split over the 8 TP chips, so per chip-token it is whole).
-T_FSDP = 3 * P70 * 2 / 8 * (511 / 512) / 50e9
+# each layer's weights gathered twice (forward, backward) and its gradients scattered once; the top-level
+# weights (embeddings, final norm) gathered once for both passes and scattered once; x 2 bytes / 8 x
+# (511/512) / 50e9 per step, against compute per token per chip (with sequence parallelism every
+# elementwise pass is split over the 8 TP chips, so per chip-token it is whole).
+P70_TOP = 2 * V * D70 + D70
+T_FSDP = (3 * (P70 - P70_TOP) + 2 * P70_TOP) * 2 / 8 * (511 / 512) / 50e9
 SEC_PER_TOKEN_H100 = 3 * FWD70 / (PEAK["h100"] * EFF_GPU) \
     + memory_bound_seconds_per_token(L70, D70, N70, K70, H70, F70, HBM_BW["h100"])
 
