@@ -225,7 +225,7 @@ def memory_by_strategy(estimates: "Mapping[str, training.TrainingEstimate]", *, 
     ax.set_yticks(range(len(labels)), labels, fontsize=9)
     ax.invert_yaxis()
     xmax = max(sum(estimates[k].memory.parts().values()) for k in labels) / 1e9
-    ax.set_xlim(0, xmax * 1.3)
+    ax.set_xlim(0, xmax * 1.5)
     ax.set_xlabel("GB per chip")
     ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
     fig.tight_layout()
