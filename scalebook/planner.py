@@ -155,12 +155,20 @@ def evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, b
     st = setting(model, topology=topology, strategy=Strategy(), batch_tokens=batch_tokens, seq_len=seq_len,
                  efficiency=efficiency)
     per_key: dict[str, list] = {}
-    for tp, cp, fsdp, dp, pp, ep in cands.keys:
-        pl = place(Strategy(dp=dp, fsdp=fsdp, tp=tp, pp=pp, ep=ep, cp=cp), topology)
+    placeable = np.ones(len(cands.keys), dtype=bool)
+    fallback = None
+    for i, (tp, cp, fsdp, dp, pp, ep) in enumerate(cands.keys):
+        try:
+            pl = place(Strategy(dp=dp, fsdp=fsdp, tp=tp, pp=pp, ep=ep, cp=cp), topology)
+        except Error:  # degrees that do not divide the topology's axes: not a candidate
+            placeable[i] = False
+            pl = fallback = fallback or place(Strategy(dp=topology.num_chips), topology)
         for g in pl.groups:
             per_key.setdefault(g, []).append(step.describe(pl, g))
     groups = {g: {k: col[cands.key] for k, col in step.stack(ds).items()} for g, ds in per_key.items()}
-    return step.evaluate(st, cands.arrays(), groups)
+    r = step.evaluate(st, cands.arrays(), groups)
+    r["valid"] = r["valid"] & placeable[cands.key]
+    return r
 
 
 def _pareto(times: np.ndarray, mems: np.ndarray) -> list[int]:

@@ -36,7 +36,8 @@ from .topology import Topology, for_chips
 
 __all__ = ["Strategy", "TrainingEstimate", "StepCollective", "MemoryPerChip", "estimate", "default_efficiency",
            "critical_batch_per_chip", "rule_of_thumb_batch_per_chip", "max_tp_degree", "check_fits_model",
-           "fit_efficiency", "refit_default_efficiency", "price_per_chip_hour", "link_bytes_per_s"]
+           "fit_efficiency", "refit_default_efficiency", "price_per_chip_hour", "link_bytes_per_s",
+           "pipeline_bubble_fraction", "min_expert_width", "min_context_chunk"]
 
 
 def default_efficiency(chip: "str | Chip") -> float:
@@ -503,7 +504,7 @@ def _backward_share(e: TrainingEstimate) -> float:
 
 
 def rule_of_thumb_batch_per_chip(chip: "str | Chip", *, link: str = "ici", grad_dtype: str = "bf16",
-                                 tp: int = 1) -> float:
+                                 tp: int = 1, chips_sharing: int = 1) -> float:
     """Chapter 5's rule: DP or FSDP is compute-bound above about peak / W tokens per chip (over tp).
 
     FSDP moves 3 x P x b bytes per step (two gathers, one scatter) against 6 P B FLOPs of compute;
@@ -512,12 +513,53 @@ def rule_of_thumb_batch_per_chip(chip: "str | Chip", *, link: str = "ici", grad_
     the bound drops by tp. W is the per-chip bandwidth of `link`: 'ici' (bidirectional, with
     wraparound), 'nvlink', 'infiniband' or 'dcn' (the chip's NIC share). Large-N limit: the
     (N - 1) / N factors that `estimate` keeps are dropped here.
+
+    Across InfiniBand or DCN a group usually has several chips in each node or slice; the
+    collective then runs hierarchically and only 1/`chips_sharing` of the bytes cross the slow
+    link per chip (`collectives.cost`), so the bound drops by that factor too: pass the number of
+    the group's chips in one node or slice (1: one chip per node or slice).
     """
     c = _chip(chip)
     w = link_bytes_per_s(c, link)
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise Error(f"tp must be a positive integer, got {tp!r}")
-    return units.dtype_bytes(grad_dtype) / 2 * c.peak_flops_per_s("bf16") / w / tp
+    for name, v in (("tp", tp), ("chips_sharing", chips_sharing)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise Error(f"{name} must be a positive integer, got {v!r}")
+    return units.dtype_bytes(grad_dtype) / 2 * c.peak_flops_per_s("bf16") / w / tp / chips_sharing
+
+
+def pipeline_bubble_fraction(*, pp: int, microbatches: int, virtual_stages: int = 1) -> float:
+    """Share of a pipelined step lost to the bubble: ((pp - 1) / v) / (m + (pp - 1) / v).
+
+    GPipe and 1F1B idle for pp - 1 microbatch slots per step; interleaving v virtual stages per
+    chip shrinks that to (pp - 1) / v (Narayanan et al. 2021). Chapter 5.
+    """
+    for name, v in (("pp", pp), ("microbatches", microbatches), ("virtual_stages", virtual_stages)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise Error(f"{name} must be a positive integer, got {v!r}")
+    bubble = (pp - 1) / virtual_stages
+    return bubble / (microbatches + bubble)
+
+
+def min_expert_width(chip: "str | Chip", *, link: str, activation_dtype: str = "bf16") -> float:
+    """Expert width F_e above which expert parallelism's AllToAlls hide behind expert compute.
+
+    Per token and MoE layer, 4 AllToAlls move k D b bytes each (about k D b / W seconds on a
+    switched network) against 18 k D F_e FLOPs of gated-expert training compute, so
+    F_e >= (2 b / 9) C / W (Chapter 5; the batch and k cancel).
+    """
+    c = _chip(chip)
+    return 2 * units.dtype_bytes(activation_dtype) / 9 * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
+
+
+def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, activation_dtype: str = "bf16") -> float:
+    """Tokens per context-parallel chunk above which ring attention hides its key/value traffic.
+
+    A chunk of T/c tokens sends (T/c) 2 K H b bytes per ring step and computes 4 (T/c)^2 N H FLOPs
+    against it, so T/c >= (b / 2) (K / N) C / W (Chapter 5).
+    """
+    c = _chip(chip)
+    b = units.dtype_bytes(activation_dtype)
+    return b / 2 * model.kv_heads / model.heads * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
 
 
 def link_bytes_per_s(chip: "str | Chip", link: str) -> float:
@@ -550,7 +592,8 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
     limit) = 8 D b / W seconds, while each chip computes 6 P_layer / (tp x peak); compute covers
     the traffic while tp <= 6 P_layer W / (8 D b peak). For a standard layer (P_layer = 12 D^2)
     that is about 9 D W / (b peak): the wider the model, the more TP it can take. `link` defaults
-    to the chip's fast link (ICI or NVLink).
+    to the chip's fast link (ICI or NVLink); 'infiniband' or 'dcn' price a group with one chip per
+    node or slice (a group of whole nodes runs hierarchically and fares better, as `estimate` shows).
     """
     c = _chip(chip)
     w = link_bytes_per_s(c, link or ("ici" if c.is_tpu else "nvlink"))

@@ -72,3 +72,8 @@ def test_a_batch_of_one_sequence_still_finds_model_parallel_plans():
 
 def test_plan_renders_as_text_and_html(plan):
     assert "fit" in repr(plan) and "<table>" in plan._repr_html_()
+
+
+def test_candidates_that_do_not_fit_the_axes_are_skipped_not_fatal():
+    p = planner.plan(models.preset("llama3-70b"), chip="h100", chips=24, batch_seqs=48, seq_len=4096, top=2)
+    assert p.best and all(e.chips == 24 for e in p.best)

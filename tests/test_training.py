@@ -359,3 +359,22 @@ def test_estimate_reprs_are_readable():
     e = _est(Strategy(fsdp=8))
     assert "MFU" in repr(e) and "<table>" in e._repr_html_() and "fits" in repr(e.memory).lower() or "GB" in repr(e.memory)
     assert math.isfinite(e.to_dict()["step_seconds"])
+
+
+def test_pipeline_bubble_fraction_matches_estimate():
+    e = _est(Strategy(pp=4, dp=2, microbatch=1, virtual_stages=2))
+    assert training.pipeline_bubble_fraction(pp=4, microbatches=e.microbatches, virtual_stages=2) == pytest.approx(
+        e.bubble_seconds / (e.step_seconds - e.exposed_seconds["dp"] - e.optimizer_seconds))
+
+
+def test_expert_and_context_thresholds_follow_the_chapter_formulas():
+    c = H100
+    w = c.ici_one_way_bytes_per_s
+    assert training.min_expert_width(c, link="nvlink") == pytest.approx(4 / 9 * c.peak_flops_per_s("bf16") / w)
+    m = models.preset("llama3-70b")
+    assert training.min_context_chunk(m, chip=c, link="nvlink") == pytest.approx(8 / 64 * c.peak_flops_per_s("bf16") / w)
+
+
+def test_a_group_sharing_a_node_needs_proportionally_less_batch_over_infiniband():
+    one = training.rule_of_thumb_batch_per_chip("h100", link="infiniband")
+    assert training.rule_of_thumb_batch_per_chip("h100", link="infiniband", chips_sharing=8) == pytest.approx(one / 8)
