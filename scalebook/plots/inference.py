@@ -76,7 +76,7 @@ def latency_throughput_frontier(model: "Transformer | str" = "llama3-70b", chip:
         if label_batches and i == 0:
             for e, xi, yi in zip(pts, x, y):
                 if e.batch in (1, 8, 64) or e is pts[-1]:
-                    ax.annotate(f"B={e.batch}", (xi, yi), textcoords="offset points", xytext=(6, -12), fontsize=9,
+                    ax.annotate(f"B={e.batch}", (xi, yi), textcoords="offset points", xytext=(7, -4), fontsize=9,
                                 color=color)
     ax.set_xscale("log")
     ax.set_yscale("log")
