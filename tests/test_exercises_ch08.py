@@ -1,0 +1,260 @@
+"""Chapter 8's answer keys against hand derivations with literal numbers (not the package's serving model).
+
+Spec figures are typed from the spec table; the two serving efficiencies are read from the package's data,
+since they are a fit, not a formula. Each derivation writes out the decode (or prefill) step the chapter
+teaches: bytes per chip over bandwidth x efficiency, FLOPs over peak x efficiency, and the collectives,
+priced with chapter 3's formulas (a microsecond per hop; NVLink AllReduce 2 V (n-1) / (n W)).
+"""
+import math
+
+import pytest
+
+from scalebook import inference as inf
+from scalebook.exercises import check, get, problems
+
+BW, CE = inf.default_efficiency("tpu-v5e")  # the fitted (bandwidth, compute) efficiency
+assert (BW, CE) == inf.default_efficiency("h100")  # GPUs carry the TPU fit over
+
+# Spec table: HBM bytes, HBM B/s, peak FLOP/s (bf16; fp8 where the chip has it), price USD/chip-hour.
+HBM = {"tpu-v5e": 16e9, "h100": 80e9, "h200": 141e9}
+HBM_BW = {"tpu-v5e": 820e9, "h100": 3.4e12, "tpu-v6e": 1.6e12}
+PEAK = {"tpu-v5e": 197e12, "h100": 990e12, "h100-fp8": 2e15, "tpu-v6e": 920e12, "tpu-v4p": 275e12}
+PRICE = {"tpu-v5e": 1.2, "h100": 10.8}
+NVLINK = 450e9  # H100 NVLink, one way per GPU
+ICI_V5E = 45e9  # per link, one way
+US = 1e-6  # hop latency
+
+# LLaMA 3 shapes (Meta model cards): L, D, N, K, H, F, V.
+L, DM, N, K, H, F, V = 80, 8192, 64, 8, 128, 28672, 128256
+L4, D4, N4, F4 = 126, 16384, 128, 53248
+P70 = L * (2 * DM * N * H + 2 * DM * K * H + 3 * DM * F + 2 * DM) + 2 * V * DM + DM
+P405 = L4 * (2 * D4 * N4 * H + 2 * D4 * K * H + 3 * D4 * F4 + 2 * D4) + 2 * V * D4 + D4
+KV70 = 2 * L * K * H  # KV numbers per token
+KV405 = 2 * L4 * K * H
+
+
+def fwd(T, causal, layers=L, d=DM, n=N, k=K, f=F, vocab=V):
+    """Forward FLOPs per token: 2 x matmul weights (unembedding, no embedding) + scores 4 T N H (2 if causal)."""
+    matmul = layers * (2 * d * n * H + 2 * d * k * H + 3 * d * f) + d * vocab
+    return 2 * matmul + layers * (2 if causal else 4) * T * n * H
+
+
+def workspace(prompt, tp, d=DM, f=F, vocab=V):
+    """Prefill activations of one prompt (4 D + 3 F / tp wide, bf16) and one row of fp32 logits."""
+    return prompt * (4 * d + 3 * f / tp) * 2 + vocab * 4
+
+
+def nvlink_all_reduce(v, n):
+    return max(2 * v * (n - 1) / (n * NVLINK), 2 * (n - 1) * US)
+
+
+def v5e_all_reduce(v, tp):
+    """2x2 (tp 4) and 2x4 (tp 8) slices without wraparound; a ring of 16 with it. Both links count: 90 GB/s."""
+    hops = {4: 2, 8: 4, 16: 8}[tp]
+    return max(2 * v / (2 * ICI_V5E), 2 * hops * US)
+
+
+def v5e_all_to_all_16(v):
+    return max(v / (4 * 2 * ICI_V5E), 8 * US)
+
+
+def decode_70b(chip, tp, batch, wbytes, kvbytes, ctx=2048 + 256):
+    """Per-token latency of LLaMA-3 70B on tp chips: max(HBM, FLOPs) + the tensor-parallel collectives."""
+    split = tp  # by kv head up to 8 chips, by request beyond: 1/tp of the cache either way
+    w_read = (P70 - V * DM) * wbytes / tp  # the embedding table is gathered, not streamed
+    memory = (w_read + batch * ctx * KV70 * kvbytes / split) / (HBM_BW[chip] * BW)
+    peak = PEAK["h100-fp8"] if (chip == "h100" and wbytes == 1) else PEAK[chip]
+    compute = fwd(ctx, causal=False) * batch / tp / (peak * CE)
+    act = batch * DM * 2
+    if chip == "h100":
+        comm = 2 * L * nvlink_all_reduce(act, tp) if tp > 1 else 0.0
+    else:
+        comm = 2 * L * v5e_all_reduce(act, tp)
+        if tp > K:  # attention split by request: queries to their caches and back
+            comm += 2 * L * v5e_all_to_all_16(batch * N * H * 2)
+    return max(memory, compute) + comm
+
+
+def prefill_70b_h100(prompt):
+    """One prompt on 8 H100s in fp8: FLOPs at the fp8 peak, plus the cheaper of the AllReduces and gathering weights."""
+    compute = fwd(prompt, causal=True) * prompt / 8 / (PEAK["h100-fp8"] * CE)
+    memory = ((P70 - V * DM) / 8 + prompt * KV70 / 8) / (HBM_BW["h100"] * BW)
+    reduce = 2 * L * nvlink_all_reduce(prompt * DM * 2, 8)
+    layer = (P70 - 2 * V * DM) / L  # one layer's weights, fp8
+    gather = L * max(layer * 7 / (8 * NVLINK), 7 * US)
+    return max(compute, memory) + min(reduce, gather)
+
+
+def max_batch_70b(chip, tp, wbytes, kvbytes, context, prompt):
+    free = HBM[chip] - P70 * wbytes / tp - workspace(prompt, tp)
+    return free // (context * KV70 * kvbytes / tp)
+
+
+def test_shapes_are_what_the_derivations_assume():
+    assert P70 == 70_553_706_496
+    assert P405 == pytest.approx(405.85e9, rel=1e-3)
+
+
+# 8.1: tp 4 cannot hold the weights; tp 8 holds fewer than 64 requests of 8192 tokens; tp 16 (cache split by
+# request) holds more.
+def test_8_1_boundary_is_clear():
+    assert P70 / 4 > HBM["tpu-v5e"]
+    assert max_batch_70b("tpu-v5e", 8, 1, 1, 8192, 7680) < 64 <= max_batch_70b("tpu-v5e", 16, 1, 1, 8192, 7680)
+
+
+# 8.5: tp 1 does not hold 64 requests beside fp8 weights; tp 2 is too slow; tp 4 meets 25 ms.
+def test_8_5_boundary_is_clear():
+    assert P70 + 64 * 2560 * KV70 > HBM["h100"]
+    assert decode_70b("h100", 2, 64, 1, 1) > 0.025 >= decode_70b("h100", 4, 64, 1, 1)
+
+
+# 8.6: the five options, (chip, tp, bytes per weight and cached number, batch).
+OPTIONS = {"A": ("tpu-v5e", 8, 1, 96), "B": ("tpu-v5e", 16, 1, 192), "C": ("h100", 8, 1, 512),
+           "D": ("tpu-v5e", 16, 1, 128), "E": ("h100", 8, 2, 256)}
+
+
+def option_cost(chip, tp, b, batch):
+    lat = decode_70b(chip, tp, batch, b, b)
+    return lat, tp * PRICE[chip] / 3600 / (batch / lat) * 1e6
+
+
+def cheapest_within_45ms():
+    meeting = {k: option_cost(*o) for k, o in OPTIONS.items() if option_cost(*o)[0] <= 0.045}
+    return min(c for _, c in meeting.values()), sorted(meeting)
+
+
+def test_8_6_choice_is_what_the_solution_says():
+    cost, meeting = cheapest_within_45ms()
+    assert meeting == ["C", "D", "E"]  # A and B miss 45 ms; B would have been the cheapest
+    assert option_cost(*OPTIONS["B"])[1] < cost
+
+
+# 8.7: int8 on 8 chips against int4 on 4, each at its largest batch (the cache stays int8).
+def int4_costs():
+    out = []
+    for tp, wb in ((8, 1), (4, 0.5)):
+        free = HBM["tpu-v5e"] - P70 * wb / tp - workspace(2048, tp)
+        batch = free // (2560 * KV70 / tp)
+        lat = max(((P70 - V * DM) * wb / tp + batch * 2304 * KV70 / tp) / (HBM_BW["tpu-v5e"] * BW),
+                  fwd(2304, causal=False) * batch / tp / (PEAK["tpu-v5e"] * CE)) \
+            + 2 * L * v5e_all_reduce(batch * DM * 2, tp)
+        out.append(tp * PRICE["tpu-v5e"] / 3600 / (batch / lat) * 1e6)
+    return out
+
+
+# 8.10: 405B at batch 64. fp8 on TP8; bf16 on TP8 x PP2 (stages of 63 layers, micro-batches of 32, a send
+# over InfiniBand at 50 GB/s), a token passing both stages.
+def rates_405b():
+    ctx = 2304
+    mem = ((P405 - V * D4) / 8 + 64 * ctx * KV405 / 8) / (HBM_BW["h100"] * BW)
+    comp = fwd(ctx, False, L4, D4, N4, K, F4) * 64 / 8 / (PEAK["h100-fp8"] * CE)
+    lat_fp8 = max(mem, comp) + 2 * L4 * nvlink_all_reduce(64 * D4 * 2, 8)
+    mem = ((P405 - V * D4) * 2 / 8 / 2 + 32 * ctx * KV405 * 2 / (8 * 2)) / (HBM_BW["h100"] * BW)
+    comp = fwd(ctx, False, L4, D4, N4, K, F4) * 32 / 16 / (PEAK["h100"] * CE)
+    step = max(mem, comp) + 2 * (L4 / 2) * nvlink_all_reduce(32 * D4 * 2, 8) + max(2 * 32 * D4 * 2 / (2 * 50e9), US)
+    return 64 / lat_fp8 / 8, 64 / (2 * step) / 16
+
+
+# 8.11: DeepSeek-V3 on 8 H200 (fp8 weights, bf16 latent cache of 61 x (512 + 64) numbers per token). Total
+# parameters as published (671B); routed experts 58 layers x 256 x 3 x 7168 x 2048.
+DS_TOTAL, DS_ROUTED = 671e9, 58 * 256 * 3 * 7168 * 2048
+DS_KV_SEQ = 61 * (512 + 64) * 2 * 2560
+
+
+def ds_batches():
+    ws = lambda tp: 2048 * (4 * 7168 + 3 * 18432 / tp) * 2 + 129280 * 4  # noqa: E731
+    ep8 = 8 * ((HBM["h200"] - (DS_TOTAL - DS_ROUTED) - DS_ROUTED / 8 - ws(1)) // DS_KV_SEQ)
+    tp8 = (HBM["h200"] - DS_TOTAL / 8 - ws(8)) // DS_KV_SEQ  # a latent has no heads: every chip caches it whole
+    return ep8, tp8
+
+
+# 8.12: the mix, half (1024 in, 1024 out) and half (8192 in, 256 out), decode at batch 256.
+def mix_ratio():
+    pre = dec = 0.0
+    for p, o in ((1024, 1024), (8192, 256)):
+        pre += 0.5 * 8 * prefill_70b_h100(p)
+        dec += 0.5 * 8 * o * decode_70b("h100", 8, 256, 1, 1, ctx=p + o // 2) / 256
+    return pre / dec
+
+
+def colocated_latency():
+    return decode_70b("h100", 8, 256, 1, 1) + 256 / 512 * prefill_70b_h100(2048)
+
+
+# 8.14: PaLM 62B (64 layers, D 8192, 32 heads of 256, one kv head, F 32768, vocabulary 256000): 512 prompts
+# of 2048 tokens on 32 TPU v4 chips is compute-bound: causal forward FLOPs at the fitted efficiency.
+PALM62_FWD = 2 * (64 * (2 * 8192 * 8192 + 2 * 8192 * 256 + 3 * 8192 * 32768) + 8192 * 256000) \
+    + 64 * 2 * 2048 * 32 * 256
+
+
+HAND = {
+    "8.1": 16,
+    "8.2": max_batch_70b("h100", 8, 1, 1, 8192, 7680),
+    # 8.3: largest C with (HBM - weights - one 2048-token chunk's workspace) >= 32 x C x KV per token per chip.
+    "8.3": math.floor((HBM["tpu-v5e"] - P70 / 8 - workspace(2048, 8)) / (32 * KV70 / 8)),
+    # 8.4: int8 weights / 8 chips, streamed at 820 GB/s, in ms.
+    "8.4": P70 / 8 / 820e9 * 1e3,
+    "8.5": 4,
+    "8.6": cheapest_within_45ms()[0],
+    "8.7": min(int4_costs()),
+    # 8.8: bf16 peak x 1 byte / (2 x 1.6 TB/s).
+    "8.8": 920e12 * 1 / (2 * 1.6e12),
+    # 8.9: the decode share of the chip-time buys the output tokens: chips x price x decode step / (3600 x batch).
+    "8.9": 8 * PRICE["h100"] * decode_70b("h100", 8, 256, 1, 1) / (3600 * 256) * 1e6,
+    "8.10": max(rates_405b()),
+    "8.11": max(ds_batches()),
+    "8.12": mix_ratio(),
+    # 8.13: colocated misses 30 ms, so the answer is the pure decode step of the split arrangement.
+    "8.13": decode_70b("h100", 8, 256, 1, 1) * 1e3,
+    "8.14": 512 * 2048 * PALM62_FWD / 32 / (PEAK["tpu-v4p"] * CE),
+}
+# Where the hand derivation rounds differently (a published total, a floor that moves with it) the
+# tolerance says by how much.
+REL = {"8.11": 5e-3}
+
+
+def test_choices_are_what_the_solutions_say():
+    assert colocated_latency() > 0.030 >= decode_70b("h100", 8, 256, 1, 1)  # 8.13: split
+    a, b = int4_costs()
+    assert b < a  # 8.7: int4 on 4 chips is the cheaper
+    fp8, pp = rates_405b()
+    assert fp8 > pp  # 8.10: one fp8 node
+    ep8, tp8 = ds_batches()
+    assert ep8 > tp8  # 8.11: expert parallelism holds more requests
+
+
+def test_every_chapter_8_problem_has_a_hand_derivation():
+    assert sorted(p.id for p in problems("8")) == sorted(HAND)
+
+
+@pytest.mark.parametrize("pid", sorted(HAND))
+def test_key_equals_hand_derivation(pid):
+    assert get(pid).answer() == pytest.approx(HAND[pid], rel=REL.get(pid, 1e-6))
+
+
+@pytest.mark.parametrize("pid", sorted(HAND))
+def test_key_is_correct(pid):
+    assert check(pid, HAND[pid]).status == "correct"
+
+
+@pytest.mark.parametrize("pid", ["8.2", "8.3", "8.4", "8.6", "8.7", "8.9", "8.10", "8.12", "8.13", "8.14"])
+@pytest.mark.parametrize("factor, words", [(1000, "factor of 1000"), (8, "factor of 8")])
+def test_slips_are_wrong_with_the_matching_hint(pid, factor, words):
+    r = check(pid, HAND[pid] * factor)
+    assert r.status == "wrong"
+    assert words in r.message
+
+
+def test_wrong_choices_are_wrong():
+    # 8.6: the cheapest option overall (B) misses the latency target.
+    assert check("8.6", option_cost(*OPTIONS["B"])[1]).status == "wrong"
+    # 8.7: the int8 plan is not the cheaper.
+    assert check("8.7", int4_costs()[0]).status != "correct"
+    # 8.10: the pipelined bf16 layout is not the faster.
+    assert check("8.10", rates_405b()[1]).status == "wrong"
+    # 8.11: tensor parallelism holds fewer requests.
+    assert check("8.11", ds_batches()[1]).status == "wrong"
+    # 8.13: the colocated latency misses the target.
+    assert check("8.13", colocated_latency() * 1e3).status == "wrong"
+    # 8.2: the total over the node is not the batch.
+    assert check("8.2", HAND["8.2"] * 8).status == "wrong"
