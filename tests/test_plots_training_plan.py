@@ -90,3 +90,19 @@ def test_bad_inputs_are_errors():
         plots.validation_scatter([])
     with pytest.raises(Error):
         plots.plan_grid((), chip="h100")
+
+
+def test_batch_sweep_reuses_known_estimates(sweep):
+    known = sweep["best"][0]
+    again = plots.batch_sweep("llama3-8b", chip="tpu-v5p", chips=64, batch_tokens=(2**19,), seq_len=8192,
+                              known={2**19: known})
+    assert again["best"][0] is known
+
+
+def test_run_predictions_take_an_efficiency_per_chip_family():
+    rid = "megatron-1t-a100"
+    base = plots.run_predictions(ids=[rid])[0]
+    slower = plots.run_predictions(ids=[rid], efficiency={"gpu": 0.5})[0]
+    assert slower["predicted"] < base["predicted"]
+    palm = plots.run_predictions(ids=["palm-540b-tpuv4"], efficiency={"gpu": 0.5})[0]
+    assert abs(palm["error"]) < 0.01  # a TPU run ignores the GPU efficiency

@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 from .. import planner, runs, training
 from .._data import load
 from ..errors import Error, require_positive
+from ..hardware import chip as _chip
 from ..models import Transformer, preset
 
 __all__ = [
@@ -174,8 +175,12 @@ def plan_breakdown(estimates: "Mapping[str, training.TrainingEstimate]", *, ax=N
 def batch_sweep(model: "Transformer | str" = "llama3-70b", *, chip: str = "h100", chips: int = 4096,
                 batch_tokens: Sequence[float] = (2**20, 2**21, 2**22, 2**23, 2**24), seq_len: int = 8192,
                 strategies: "Mapping[str, training.Strategy] | None" = None,
-                remat: "tuple[str, ...]" = ("none", "selective")) -> dict:
+                remat: "tuple[str, ...]" = ("none", "selective"),
+                known: "Mapping[float, training.TrainingEstimate] | None" = None) -> dict:
     """MFU of fixed strategies and of the plan's best at each global batch, on `chips` chips.
+
+    `known` maps a batch to a best estimate already computed (e.g. a `planner.plan` the notebook
+    shows), so that batch is not planned again.
 
     Returns {'model', 'chip', 'chips', 'seq_len', 'batches', 'best': [estimate or None per batch],
     'fixed': {label: [estimate or None per batch]}, 'critical': {label: tokens per chip}}: a fixed
@@ -186,12 +191,16 @@ def batch_sweep(model: "Transformer | str" = "llama3-70b", *, chip: str = "h100"
         raise Error("batch_sweep needs at least one batch size")
     strategies = dict(strategies or {})
     best, fixed = [], {k: [] for k in strategies}
+    known = dict(known or {})
     for b in batch_tokens:
-        try:
-            best.append(planner.plan(m, chip=chip, chips=chips, batch_tokens=b, seq_len=seq_len, top=1,
-                                     remat=remat).best[0])
-        except Error:
-            best.append(None)
+        if b in known:
+            best.append(known[b])
+        else:
+            try:
+                best.append(planner.plan(m, chip=chip, chips=chips, batch_tokens=b, seq_len=seq_len, top=1,
+                                         remat=remat).best[0])
+            except Error:
+                best.append(None)
         for label, s in strategies.items():
             try:
                 e = training.estimate(m, strategy=s, seq_len=seq_len, batch_tokens=b, chip=chip, chips=chips)
@@ -251,16 +260,18 @@ def _anchors() -> dict[str, str]:
 
 
 def run_predictions(assume: "Mapping[str, Mapping[str, object]] | None" = None,
-                    ids: "Sequence[str] | None" = None) -> list[dict]:
+                    ids: "Sequence[str] | None" = None,
+                    efficiency: "Mapping[str, float] | None" = None) -> list[dict]:
     """The step model's prediction for each published run beside what the run reported.
 
     `assume` maps a run id to Strategy fields the paper leaves unknown (e.g.
     {'virtual_stages': 4}); they replace the run's own. The metric compared is the one the paper
     states: MFU if it gives one, else HFU, else its TFLOP/s per chip divided by the chip's peak
     (HFU when those count recomputation, or when unknown and the layout recomputes whole
-    layers; MFU otherwise). Each row: id, source, model, chip, chips, layout, assumed, metric,
-    reported, predicted, error (predicted / reported - 1), fits, anchor (the chip family whose
-    default efficiency was fitted on this run, or '').
+    layers; MFU otherwise). `efficiency` maps a chip family ('tpu', 'gpu') to a matmul efficiency
+    to use instead of the fitted default. Each row: id, source, model, chip, chips, layout, assumed,
+    metric, reported, predicted, error (predicted / reported - 1), fits, anchor (the chip family
+    whose default efficiency was fitted on this run, or ''), estimate.
     """
     assume = dict(assume or {})
     anchors = _anchors()
@@ -270,7 +281,8 @@ def run_predictions(assume: "Mapping[str, Mapping[str, object]] | None" = None,
         kw = r.estimate_kwargs()
         sk = {**kw.pop("strategy_kwargs"), **dict(assume.get(r.id, {}))}
         s = training.Strategy(**sk)
-        e = training.estimate(r.model_config(), strategy=s, **kw)
+        fam = "tpu" if _chip(r.chip).is_tpu else "gpu"
+        e = training.estimate(r.model_config(), strategy=s, efficiency=dict(efficiency or {}).get(fam), **kw)
         if r.reported_mfu:
             metric, reported = "MFU", r.reported_mfu
         elif r.reported_hfu:
