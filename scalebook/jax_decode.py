@@ -319,8 +319,6 @@ class DecodeCosts:
 
     - `prefill_masked_score_flops`: the dense prefill computes all P x P scores and masks the upper
       half; the model counts a causal kernel's half (B L P x 2 N H P FLOPs more in XLA).
-    - `prefill_skipped_unembedding_flops`: prefill unembeds only the last position; the model
-      unembeds all P (B (P - 1) x 2 D V FLOPs fewer in XLA).
     - `decode_gather_table_bytes`: XLA's cost model charges the embedding lookup (a gather) for its
       whole operand, the V x D table, though it reads B rows.
     - `decode_score_bytes`: the [B, N, max_len] scores and probabilities that pass between XLA's
@@ -346,7 +344,6 @@ class DecodeCosts:
     decode_predicted_weight_bytes: float
     decode_predicted_kv_bytes: float
     prefill_masked_score_flops: float
-    prefill_skipped_unembedding_flops: float
     decode_gather_table_bytes: float
     decode_score_bytes: float
     decode_activation_bytes: float
@@ -357,8 +354,8 @@ class DecodeCosts:
 
     @property
     def prefill_accounted_flops(self) -> float:
-        """The model's prefill FLOPs with the dense masked half added and the skipped unembedding removed."""
-        return self.prefill_predicted_flops + self.prefill_masked_score_flops - self.prefill_skipped_unembedding_flops
+        """The model's prefill FLOPs with the dense masked half added (both unembed the last position only)."""
+        return self.prefill_predicted_flops + self.prefill_masked_score_flops
 
     @property
     def decode_accounted_bytes(self) -> float:
@@ -384,8 +381,7 @@ class DecodeCosts:
     def _rows(self):
         f = units.format_quantity
         return [("prefill FLOPs", f(self.prefill_xla_flops, "FLOP"), f(self.prefill_predicted_flops, "FLOP"),
-                 f"+{f(self.prefill_masked_score_flops, 'FLOP')} masked half, "
-                 f"-{f(self.prefill_skipped_unembedding_flops, 'FLOP')} unembedding",
+                 f"+{f(self.prefill_masked_score_flops, 'FLOP')} masked half",
                  f"{100 * (self.prefill_flops_ratio - 1):+.2f}%"),
                 ("decode step FLOPs", f(self.decode_xla_flops, "FLOP"), f(self.decode_predicted_flops, "FLOP"), "-",
                  f"{100 * (self.decode_flops_ratio - 1):+.2f}%"),
@@ -509,7 +505,6 @@ def compiled_costs(model: Transformer = SMALL, *, batch: int, prompt_len: int, m
                        decode_predicted_flops=pred["flops"], decode_predicted_weight_bytes=pred["weight_bytes"],
                        decode_predicted_kv_bytes=pred["kv_bytes"],
                        prefill_masked_score_flops=B * P * (dense.attention_score_flops - causal.attention_score_flops),
-                       prefill_skipped_unembedding_flops=B * (P - 1) * dense.unembedding_flops,
                        decode_gather_table_bytes=model.vocab * model.d_model * b,
                        decode_score_bytes=traffic["scores"], decode_activation_bytes=traffic["activations"])
 
