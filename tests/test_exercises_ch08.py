@@ -76,8 +76,9 @@ def decode_70b(chip, tp, batch, wbytes, kvbytes, ctx=2048 + 256):
 
 
 def prefill_70b_h100(prompt):
-    """One prompt on 8 H100s in fp8: FLOPs at the fp8 peak, plus the cheaper of the AllReduces and gathering weights."""
-    compute = fwd(prompt, causal=True) * prompt / 8 / (PEAK["h100-fp8"] * CE)
+    """One prompt on 8 H100s in fp8: FLOPs at the fp8 peak (logits at the last position only), plus the cheaper of
+    the AllReduces and gathering weights."""
+    compute = ((fwd(prompt, causal=True) - 2 * DM * V) * prompt + 2 * DM * V) / 8 / (PEAK["h100-fp8"] * CE)
     memory = ((P70 - V * DM) / 8 + prompt * KV70 / 8) / (HBM_BW["h100"] * BW)
     reduce = 2 * L * nvlink_all_reduce(prompt * DM * 2, 8)
     layer = (P70 - 2 * V * DM) / L  # one layer's weights, fp8
@@ -183,8 +184,8 @@ def colocated_latency():
 
 # 8.14: PaLM 62B (64 layers, D 8192, 32 heads of 256, one kv head, F 32768, vocabulary 256000): 512 prompts
 # of 2048 tokens on 32 TPU v4 chips is compute-bound: causal forward FLOPs at the fitted efficiency.
-PALM62_FWD = 2 * (64 * (2 * 8192 * 8192 + 2 * 8192 * 256 + 3 * 8192 * 32768) + 8192 * 256000) \
-    + 64 * 2 * 2048 * 32 * 256
+PALM62_FWD = 2 * 64 * (2 * 8192 * 8192 + 2 * 8192 * 256 + 3 * 8192 * 32768) + 64 * 2 * 2048 * 32 * 256
+PALM62_LOGITS = 2 * 8192 * 256000  # the unembedding, needed at the last position of each prompt only
 
 
 HAND = {
@@ -206,11 +207,12 @@ HAND = {
     "8.12": mix_ratio(),
     # 8.13: colocated misses 30 ms, so the answer is the pure decode step of the split arrangement.
     "8.13": decode_70b("h100", 8, 256, 1, 1) * 1e3,
-    "8.14": 512 * 2048 * PALM62_FWD / 32 / (PEAK["tpu-v4p"] * CE),
+    "8.14": (512 * 2048 * PALM62_FWD + 512 * PALM62_LOGITS) / 32 / (PEAK["tpu-v4p"] * CE),
 }
 # Where the hand derivation rounds differently (a published total, a floor that moves with it) the
-# tolerance says by how much.
-REL = {"8.11": 5e-3}
+# tolerance says by how much. The prefills (8.12, 8.14) compute logits at the last position of a prompt only;
+# a model that computes them at every position is 1.4% (LLaMA) to 4% (PaLM's large vocabulary) slower.
+REL = {"8.11": 5e-3, "8.12": 0.02, "8.14": 0.045}
 
 
 def test_choices_are_what_the_solutions_say():

@@ -186,7 +186,7 @@ def disaggregate_or_not(model, chip, batch, prompt_len, output_len, target_s):
     return split * 1e3
 
 
-@problem("8.14", title="Predict a published PaLM prefill", unit="s", rel_tol=0.03,
+@problem("8.14", title="Predict a published PaLM prefill", unit="s", rel_tol=0.05,
          result="palm-62b-tpuv4-prefill-high-throughput",
          hint="512 prompts of 2048 tokens: decide which roofline binds (FLOPs at the fitted compute efficiency, or the "
               "bytes of one pass over the weights), ignore the collectives, and price that side")
