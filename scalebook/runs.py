@@ -90,6 +90,31 @@ class PublishedRun:
         """Global batch in tokens: batch_seqs x seq_len."""
         return self.batch_seqs * self.seq_len
 
+    def reported_tokens_per_s_per_chip(self) -> float | None:
+        """Training tokens per second per chip, from whatever the source reports.
+
+        Tokens/s or step time directly; otherwise FLOP/s per chip counted with Megatron-LM's formula
+        (Narayanan et al. 2021: 96 l h^2 (1 + s / 6h + V / 16 l h) FLOPs per token, a full
+        recomputation included), which Megatron, MT-NLG and BLOOM use; otherwise the reported MFU
+        against the chip's bf16 peak at 3 x forward FLOPs per token (attention included, as PaLM and
+        Llama 3 count MFU). None if the source gives none of these.
+        """
+        if self.reported_tokens_per_s:
+            return self.reported_tokens_per_s / self.chips
+        if self.reported_step_seconds:
+            return self.batch_tokens / self.reported_step_seconds / self.chips
+        if self.reported_flops_per_s_per_chip and self.reported_flops_include_recompute:
+            m = self.model_config()
+            l, h, s, v = m.layers, m.d_model, self.seq_len, m.vocab
+            per_token = 96 * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
+            return self.reported_flops_per_s_per_chip / per_token
+        if self.reported_mfu:  # model FLOPs as chapter 4 counts them: 3 x forward, attention included
+            from . import hardware, transformer
+
+            per_token = 3 * transformer.flops_per_token(self.model_config(), seq_len=self.seq_len).forward_flops
+            return self.reported_mfu * hardware.chip(self.chip).peak_flops_per_s("bf16") / per_token
+        return None
+
     def model_config(self) -> Transformer:
         """The run's model: the named preset, or a `Transformer` built from the inline fields."""
         return preset(self.model) if isinstance(self.model, str) else Transformer(**self.model)

@@ -119,3 +119,17 @@ def test_megatron_percent_of_peak_matches_its_tflops():
 def test_repr_names_the_run():
     text = repr(published_run("bloom-176b-a100"))
     assert "bloom-176b" in text and "384" in text and "156" in text
+
+
+def test_megatron_throughput_follows_its_flop_formula():
+    from scalebook import runs
+    r = runs.published_run("megatron-1t-a100")
+    l, h, s, v = 128, 25600, 2048, 51200
+    assert r.reported_tokens_per_s_per_chip() == pytest.approx(
+        163e12 / (96 * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))))
+
+
+def test_palm_throughput_is_its_reported_tokens_per_second_per_chip():
+    from scalebook import runs
+    r = runs.published_run("palm-540b-tpuv4")
+    assert r.reported_tokens_per_s_per_chip() == pytest.approx(238.3e3 / 6144)
