@@ -54,6 +54,7 @@ _BASE = {
     "chip": ("chip", 1.0), "chips": ("chip", 1.0),
     "param": ("param", 1.0), "params": ("param", 1.0),
     "$": ("$", 1.0), "USD": ("$", 1.0),
+    "%": ("%", 1.0), "percent": ("%", 1.0),
 }
 
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
@@ -132,6 +133,8 @@ def parse_quantity(value: "str | float | int", unit: str = "") -> float:
         if m.group(2):
             got_unit, factor = parse_unit(m.group(2))
             want_unit, want_factor = parse_unit(unit)
+            if got_unit == "%" and want_unit == "":  # "41%" where a fraction is asked
+                got_unit, factor = "", 0.01
             if got_unit != want_unit and not (got_unit == "" or want_unit == ""):
                 raise Error(f"{value!r} is in {got_unit}, but this asks for {unit or 'a plain number'}")
             if got_unit != want_unit and want_unit == "" and got_unit:

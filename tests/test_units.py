@@ -68,3 +68,10 @@ def test_unknown_dtype_raises_error_listing_valid_ones():
 
 def test_canonical_dtype_maps_long_names():
     assert canonical_dtype("bfloat16") == "bf16" and canonical_dtype("float32") == "fp32"
+
+
+def test_a_percentage_reads_in_percent_or_as_a_fraction():
+    from scalebook.units import parse_quantity
+    assert parse_quantity("41%", "%") == pytest.approx(41)
+    assert parse_quantity("41 %", "%") == pytest.approx(41)
+    assert parse_quantity("41%", "") == pytest.approx(0.41)
