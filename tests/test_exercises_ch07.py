@@ -61,8 +61,10 @@ def step(parts):
 
 
 def prefill(m, chip, *, prompt, tp, w, peak):
-    """One prompt's prefill: causal scores (T/2 keys per query), weights read once, its KV written."""
-    flops = prompt * (2 * m["matmul"] + m["L"] * 4 * (prompt / 2) * m["N"] * m["H"]) / tp
+    """One prompt's prefill: causal scores (T/2 keys per query), weights read once, its KV written;
+    logits (the unembedding) only at the last position."""
+    layers = m["matmul"] - m["V"] * m["D"]
+    flops = (prompt * (2 * layers + m["L"] * 4 * (prompt / 2) * m["N"] * m["H"]) + 2 * m["V"] * m["D"]) / tp
     reads = m["read"] * w / tp + prompt * m["kv_token"] / min(tp, m["K"])
     reduce_acts = 2 * m["L"] * allreduce_nvlink(prompt * m["D"] * 2, tp)
     gather_weights = m["L"] * (m["per_layer"] / m["L"]) * w * (tp - 1) / (tp * NVLINK)
