@@ -11,6 +11,7 @@ one prompt (less the cached prefix), and the server emits `batch` tokens per pp 
 """
 from __future__ import annotations
 
+import html
 import itertools
 from dataclasses import dataclass
 
@@ -204,7 +205,8 @@ class ServingPlan:
             return f"<p>{self!r}</p>"
         th = "".join(f"<th>{c}</th>" for c in rows[0])
         body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r.values()) + "</tr>" for r in rows)
-        return f"<table><caption>{self!r}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+        cap = html.escape(repr(self).splitlines()[0])
+        return f"<table><caption>{cap}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _layouts(model: Transformer, c: Chip, max_chips: int) -> list[tuple[int, int]]:
