@@ -209,13 +209,21 @@ class ServingPlan:
         return f"<table><caption>{cap}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _layouts(model: Transformer, c: Chip, max_chips: int) -> list[tuple[int, int]]:
-    """(tp, ep) pairs to try: tp dividing the heads and width within one NVLink domain or pod axis."""
-    limit = c.nvlink_domain if not c.is_tpu else 16
-    tps = [t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= limit and t <= max_chips and model.heads % t == 0
-           and (model.d_ff or model.expert_d_ff) % t == 0]
+def _layouts(model: Transformer, c: Chip, max_chips: int) -> list[tuple[int, int, int]]:
+    """(tp, ep, pp) to try: tp dividing the heads and width, within one NVLink domain or pod axis
+    or across up to 4 of them; ep for a MoE; pp of 1, 2 or 4 stages."""
+    fast = c.nvlink_domain if not c.is_tpu else 16
+    tps = [t for t in (1, 2, 4, 8, 16, 32, 64, 72, 144, 288) if t <= 4 * fast and t <= max_chips
+           and (t <= fast or t % fast == 0) and (model.d_ff or model.expert_d_ff) % t == 0]
     eps = [e for e in (1, 2, 4, 8, 16, 32, 64) if model.is_moe and model.routed_experts % e == 0] or [1]
-    return [(t, e) for t in tps for e in eps if t * e <= max_chips]
+    pps = [p for p in (1, 2, 4) if p <= model.layers]
+    return [(t, e, p) for t in tps for e in eps for p in pps if t * e * p <= max_chips]
+
+
+def _formats(c: Chip, weights: "tuple[str, ...]") -> tuple[str, ...]:
+    """Weight dtypes worth trying: fp8 only where the chip computes in fp8 (else it is int8's twin)."""
+    out = tuple(w for w in weights if not (w in ("fp8", "fp4") and "fp8" not in c.flops_per_s and "int8" in weights))
+    return out or weights
 
 
 def plan_serving(model: Transformer, *, chip: "str | Chip", latency_target_s: float, prompt_len: int, output_len: int,
@@ -224,15 +232,16 @@ def plan_serving(model: Transformer, *, chip: "str | Chip", latency_target_s: fl
     """The configuration (chips, sharding, batch, quantisation) with the best output tokens/s per
     chip whose per-token latency meets `latency_target_s`, and the frontier (Chapters 7, 8).
 
-    Tries tp (within a node or pod axis) x ep (MoE) x weight and KV dtypes x batch (powers of two
-    up to the largest that fits); dtypes a chip cannot hold are skipped (fp8 needs no special
-    support in memory, only in speed).
+    Tries tp (within a node or pod axis, or across up to four) x ep (MoE) x pp (1, 2, 4) x weight
+    and KV dtypes x batch (powers of two up to the largest that fits). fp8 weights are tried only
+    on chips with fp8 matmuls (elsewhere they store and run like int8). Layouts the chips cannot
+    form are skipped.
     """
     c = _chip(chip)
     require_positive(latency_target_s=latency_target_s)
     tried: list[ServingEstimate] = []
-    for (tp, ep), w, k in itertools.product(_layouts(model, c, max_chips), weights, kv):
-        d = Deployment(tp=tp, ep=ep, weights=w, kv=k)
+    for (tp, ep, pp), w, k in itertools.product(_layouts(model, c, max_chips), _formats(c, weights), kv):
+        d = Deployment(tp=tp, ep=ep, pp=pp, weights=w, kv=k)
         try:
             check_deployment(model, d)
             tried.extend(frontier(model, chip=c, deployment=d, prompt_len=prompt_len, output_len=output_len,
