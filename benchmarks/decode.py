@@ -28,36 +28,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scalebook import jax_decode as jd, measure, units  # noqa: E402
+from scalebook import jax_decode as jd, units  # noqa: E402
 from scalebook.models import Transformer  # noqa: E402
 
-#: Weights of 290 MB in float32: more than a CPU's caches, so the weights stream from memory.
-MODEL = Transformer(name="bench-decoder", layers=4, d_model=1024, heads=16, kv_heads=4, d_ff=4096, vocab=8192)
-
-
-def run(*, batches, contexts, dtype: str, repeats: int, model: Transformer = MODEL) -> dict:
-    import jax
-
+def run(*, batches, contexts, dtype: str, repeats: int, model: Transformer = jd.BENCH) -> dict:
     t0 = time.perf_counter()
-    platform = jax.devices()[0].platform
-    mdt = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}[dtype]
-    bandwidth = measure.copy(1e9 if platform != "cpu" else 256e6, dtype=mdt, repeats=repeats).bytes_per_s
-    matmul_flops_per_s = {b: measure.matmul(b, model.d_model, model.d_ff, dtype=mdt, repeats=repeats).flops_per_s
-                          for b in batches}
-    weights = jd.init_weights(model, dtype=dtype)
-    rows = []
-    for context in contexts:
-        for batch in batches:
-            t = jd.time_decode(model, batch=batch, context=context, repeats=repeats, dtype=dtype, weights=weights)
-            pred = jd.predicted_decode(model, batch=batch, context=context, dtype=dtype)
-            model_bytes = pred["weight_bytes"] + pred["kv_bytes"]
-            memory_s = model_bytes / bandwidth
-            rows.append({**t.to_dict(), "model_weight_bytes": pred["weight_bytes"], "model_kv_bytes": pred["kv_bytes"],
-                         "model_flops": pred["flops"], "predicted_memory_seconds": memory_s,
-                         "matmul_flops_per_s": matmul_flops_per_s[batch],
-                         "predicted_roofline_seconds": max(memory_s, pred["flops"] / matmul_flops_per_s[batch])})
-    return {"device_kind": jax.devices()[0].device_kind, "platform": platform, "model": model.name, "dtype": dtype,
-            "measured_bytes_per_s": bandwidth, "rows": rows, "seconds": time.perf_counter() - t0}
+    curve = jd.decode_curve(model, batches=tuple(batches), contexts=tuple(contexts), dtype=dtype, repeats=repeats)
+    rows = [{**p.__dict__} for p in curve.points]
+    return {"device_kind": curve.device_kind, "model": curve.model_name, "dtype": dtype,
+            "measured_bytes_per_s": curve.measured_bytes_per_s, "rows": rows, "seconds": time.perf_counter() - t0}
 
 
 def table(result: dict) -> str:

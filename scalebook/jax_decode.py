@@ -581,3 +581,87 @@ def time_decode(model: Transformer = SMALL, *, batch: int, context: int, repeats
     return DecodeTiming(model_name=model.name, device_kind=jax.devices()[0].device_kind, batch=batch,
                         context=context, dtype=dtype, seconds=seconds, xla_flops=cost.flops,
                         xla_bytes=cost.bytes_accessed)
+
+
+#: A decoder whose float32 weights (290 MB) outgrow a CPU's caches, so a step streams them from memory.
+BENCH = Transformer(name="bench-decoder", layers=4, d_model=1024, heads=16, kv_heads=4, d_ff=4096, vocab=8192)
+
+
+@dataclass(frozen=True)
+class DecodePoint:
+    """One (batch, context) of a `decode_curve`: measured step time beside two predictions."""
+
+    batch: int
+    context: int
+    seconds: float
+    model_weight_bytes: float
+    model_kv_bytes: float
+    model_flops: float
+    predicted_memory_seconds: float
+    predicted_roofline_seconds: float
+    matmul_flops_per_s: float
+
+
+@dataclass(frozen=True)
+class DecodeCurve:
+    """Decode step times measured on this device against the serving model's shape (Chapter 7).
+
+    `predicted_memory_seconds`: the bytes the model says a step reads (every weight once, the KV
+    cache of batch x context) over the copy bandwidth measured here. `predicted_roofline_seconds`:
+    the larger of that and the step's FLOPs over the FLOP/s measured here for a [batch, D] x [D, F]
+    matmul, which on a CPU runs far below the stream bandwidth at small batch.
+    """
+
+    model_name: str
+    device_kind: str
+    dtype: str
+    measured_bytes_per_s: float
+    points: tuple[DecodePoint, ...]
+
+    def ratios(self) -> list[dict]:
+        """Each point's measured and predicted times as ratios to the smallest case."""
+        base = min(self.points, key=lambda p: (p.batch * p.context, p.batch))
+        return [{"batch": p.batch, "context": p.context, "measured": p.seconds / base.seconds,
+                 "memory": p.predicted_memory_seconds / base.predicted_memory_seconds,
+                 "roofline": p.predicted_roofline_seconds / base.predicted_roofline_seconds} for p in self.points]
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        pts = ", ".join(f"B={p.batch} C={p.context}: {f(p.seconds, 's')}" for p in self.points)
+        return f"DecodeCurve({self.model_name} on {self.device_kind}: {pts})"
+
+
+def decode_curve(model: Transformer = BENCH, *, batches=(2, 8, 32), contexts=(256, 1024, 2048),
+                 dtype: str = "float32", repeats: int = 3) -> DecodeCurve:
+    """Time decode steps at every (batch, context) and set them beside the model's predictions.
+
+    Measures the device's copy bandwidth and matmul rates with `scalebook.measure` first; see
+    `DecodeCurve`. A few seconds per point on a CPU with the default model.
+    """
+    import jax
+
+    from . import measure
+
+    for name, values in (("batches", batches), ("contexts", contexts)):
+        if not values:
+            raise Error(f"{name} needs at least one value")
+    platform = jax.devices()[0].platform
+    mdt = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype)
+    if mdt is None:
+        raise Error(f"dtype must be float32, bfloat16 or float16, got {dtype!r}")
+    bandwidth = measure.copy(1e9 if platform != "cpu" else 256e6, dtype=mdt, repeats=repeats).bytes_per_s
+    rates = {b: measure.matmul(b, model.d_model, model.d_ff, dtype=mdt, repeats=repeats).flops_per_s for b in batches}
+    weights = init_weights(model, dtype=dtype)
+    points = []
+    for context in contexts:
+        for batch in batches:
+            t = time_decode(model, batch=batch, context=context, repeats=repeats, dtype=dtype, weights=weights)
+            pred = predicted_decode(model, batch=batch, context=context, dtype=dtype)
+            memory_s = (pred["weight_bytes"] + pred["kv_bytes"]) / bandwidth
+            points.append(DecodePoint(batch=batch, context=context, seconds=t.seconds,
+                                      model_weight_bytes=pred["weight_bytes"], model_kv_bytes=pred["kv_bytes"],
+                                      model_flops=pred["flops"], predicted_memory_seconds=memory_s,
+                                      predicted_roofline_seconds=max(memory_s, pred["flops"] / rates[batch]),
+                                      matmul_flops_per_s=rates[batch]))
+    return DecodeCurve(model_name=model.name, device_kind=jax.devices()[0].device_kind, dtype=dtype,
+                       measured_bytes_per_s=bandwidth, points=tuple(points))

@@ -69,3 +69,16 @@ def test_bad_arguments_are_errors():
         plots.speculative_speedup([])
     with pytest.raises(Error):
         plots.speculative_speedup(max_draft=0)
+
+
+def test_decode_measured_draws_measured_and_predicted_shapes():
+    from scalebook.jax_decode import DecodeCurve, DecodePoint
+
+    pts = tuple(DecodePoint(batch=b, context=c, seconds=0.01 * b * (1 + c / 1000), model_weight_bytes=1e8,
+                            model_kv_bytes=b * c * 1e3, model_flops=2e8 * b, predicted_memory_seconds=1e-3 * (1 + b * c / 1e5),
+                            predicted_roofline_seconds=1e-3 * b, matmul_flops_per_s=1e11)
+                for c in (256, 2048) for b in (2, 16))
+    curve = DecodeCurve(model_name="m", device_kind="cpu", dtype="float32", measured_bytes_per_s=2e10, points=pts)
+    assert curve.ratios()[0] == {"batch": 2, "context": 256, "measured": 1.0, "memory": 1.0, "roofline": 1.0}
+    fig = plots.decode_measured(curve)
+    assert len(fig.axes[0].lines) == 6

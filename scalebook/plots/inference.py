@@ -25,6 +25,7 @@ __all__ = [
     "decode_roofline",
     "serving_cost_vs_batch",
     "speculative_speedup",
+    "decode_measured",
 ]
 
 _COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"]
@@ -285,5 +286,34 @@ def speculative_speedup(acceptance_rates: Sequence[float] = (0.5, 0.7, 0.8, 0.9)
     ax.set_title(f"Speculative decoding, draft step = {draft_cost_ratio:g} of a target step", fontsize=10)
     ax.legend(fontsize=9)
     ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def decode_measured(curve, *, ax=None):
+    """Measured decode step times against the serving model's shape (a `jax_decode.DecodeCurve`).
+
+    One line per context length against batch, as ratios to the smallest case: measured (solid,
+    dots), the memory-only prediction (dotted) and the roofline with this device's matmul rate
+    (dashed). Ratios compare shapes whatever the device's absolute speed.
+    """
+    points = list(curve.ratios())
+    if not points:
+        raise Error("decode_measured needs a curve with at least one point")
+    fig, ax = axes(ax, (6.6, 4.3))
+    contexts = sorted({p["context"] for p in points})
+    for i, c in enumerate(contexts):
+        row = sorted((p for p in points if p["context"] == c), key=lambda p: p["batch"])
+        b = [p["batch"] for p in row]
+        color = _COLORS[i % len(_COLORS)]
+        ax.plot(b, [p["measured"] for p in row], "o-", color=color, label=f"measured, context {c:,}")
+        ax.plot(b, [p["roofline"] for p in row], "--", color=color, alpha=0.8, label=f"roofline model, {c:,}")
+        ax.plot(b, [p["memory"] for p in row], ":", color=color, alpha=0.8, label=f"memory-only model, {c:,}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch (sequences)")
+    ax.set_ylabel("step time / smallest case")
+    ax.set_title(f"Decode step on {curve.device_kind}: measured and predicted shapes", fontsize=10)
+    ax.legend(fontsize=8, ncol=1, frameon=False, loc="upper left")
+    ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
