@@ -69,16 +69,47 @@ def test_run_predictions_cover_every_run_and_apply_assumptions():
     rows = plots.run_predictions()
     assert [r["id"] for r in rows] == [r.id for r in runs.published_runs()]
     for r in rows:
-        assert r["metric"] in ("MFU", "HFU") and 0 < r["reported"] < 1 and 0 < r["predicted"] < 1
-        assert r["error"] == pytest.approx(r["predicted"] / r["reported"] - 1)
+        run = runs.published_run(r["id"])
+        assert r["predicted"] == pytest.approx(r["estimate"].tokens_per_s_per_chip)
+        assert r["reported"] == run.reported_tokens_per_s_per_chip()
+        if r["reported"] is None:  # BLOOM: its TFLOP/s count is unknown, so it has no throughput
+            assert r["error"] is None and r["basis"] is None
+        else:
+            assert r["error"] == pytest.approx(r["predicted"] / r["reported"] - 1)
+            assert r["basis"] in ("tokens/s", "step time", "TFLOP/s, Megatron count", "MFU")
+        assert r["util_metric"] in ("MFU", "HFU") and 0 < r["util_reported"] < 1 and 0 < r["util_predicted"] < 1
+        assert r["util_error"] == pytest.approx(r["util_predicted"] / r["util_reported"] - 1)
+    assert [r["id"] for r in rows if r["error"] is None] == ["bloom-176b-a100"]
+    by = {r["id"]: r for r in rows}
+    assert by["palm-540b-tpuv4"]["basis"] == "tokens/s" and by["mt-nlg-530b-a100-2240"]["basis"] == "step time"
+    assert by["megatron-1t-a100"]["basis"] == "TFLOP/s, Megatron count"
+    assert by["llama3-405b-h100-16k"]["basis"] == "MFU"
     anchors = {r["id"]: r for r in rows if r["anchor"]}
     assert set(anchors) == {"palm-540b-tpuv4", "megatron-1t-a100"}
-    for r in anchors.values():  # the defaults are fitted on these runs, so they reproduce them
-        assert abs(r["error"]) < 0.01
+    for r in anchors.values():  # the defaults are fitted on these runs' throughput, so they reproduce it
+        assert abs(r["error"]) < 1e-3
     rid = "llama3-405b-h100-16k"
-    base = next(r for r in rows if r["id"] == rid)
+    base = by[rid]
     more = plots.run_predictions(assume={rid: {"virtual_stages": 4}}, ids=[rid])[0]
     assert more["assumed"] == {"virtual_stages": 4} and more["predicted"] > base["predicted"]
+
+
+def test_megatron_throughput_inverts_its_flop_formula():
+    # 163 TFLOP/s per A100 at 96 l h^2 (1 + s/6h + V/16lh) FLOPs per token (l=128, h=25600, s=2048, V=51200)
+    r = plots.run_predictions(ids=["megatron-1t-a100"])[0]
+    per_token = 96 * 128 * 25600**2 * (1 + 2048 / (6 * 25600) + 51200 / (16 * 128 * 25600))
+    assert r["reported"] == pytest.approx(163e12 / per_token)
+
+
+def test_validation_scatter_leaves_out_runs_without_throughput():
+    rows = plots.run_predictions(ids=["bloom-176b-a100", "megatron-1.7b-a100"])
+    fig = plots.validation_scatter(rows)
+    from matplotlib.collections import PathCollection
+    points = sum(len(c.get_offsets()) for c in fig.axes[0].collections if isinstance(c, PathCollection))
+    assert points == 1
+    plt.close(fig)
+    with pytest.raises(Error):
+        plots.validation_scatter(plots.run_predictions(ids=["bloom-176b-a100"]))
 
 
 def test_bad_inputs_are_errors():

@@ -244,7 +244,8 @@ def mfu_vs_batch(sweep: "Mapping | None" = None, *, ax=None, **sweep_kwargs):
     ax.minorticks_off()
     ax.set_xlabel("tokens per chip per step (global batch / chips)")
     ax.set_ylabel("MFU (%)")
-    ax.set_ylim(0, 75)
+    mfus = [100 * e.mfu for ests in [sweep["best"], *sweep["fixed"].values()] for e in ests if e is not None]
+    ax.set_ylim(0, max([75.0] + [m + 5 for m in mfus]))
     ax.set_title(f"{sweep['model']} on {sweep['chips']:,} {sweep['chip']}, sequences of {sweep['seq_len']}",
                  fontsize=10)
     ax.legend(fontsize=9, loc="lower right")
@@ -259,19 +260,41 @@ def _anchors() -> dict[str, str]:
     return {entry["run"]: fam for fam, entry in load("training_efficiency").items()}
 
 
+def _throughput_basis(r: runs.PublishedRun) -> str | None:
+    """Which reported figure `PublishedRun.reported_tokens_per_s_per_chip` converts (same order)."""
+    if r.reported_tokens_per_s:
+        return "tokens/s"
+    if r.reported_step_seconds:
+        return "step time"
+    if r.reported_flops_per_s_per_chip and r.reported_flops_include_recompute:
+        return "TFLOP/s, Megatron count"
+    if r.reported_mfu:
+        return "MFU"
+    return None
+
+
 def run_predictions(assume: "Mapping[str, Mapping[str, object]] | None" = None,
                     ids: "Sequence[str] | None" = None,
                     efficiency: "Mapping[str, float] | None" = None) -> list[dict]:
     """The step model's prediction for each published run beside what the run reported.
 
+    The comparison is in training tokens per second per chip: `reported` is
+    `PublishedRun.reported_tokens_per_s_per_chip()` (None where the paper gives nothing that
+    converts, as for BLOOM, whose TFLOP/s count is not stated), `basis` names the figure it came
+    from, `predicted` is the estimate's `tokens_per_s_per_chip` and `error` = predicted / reported
+    - 1 (None without a reported figure).
+
+    For readers, each row also carries the paper's own utilisation: `util_metric` is 'MFU' if it
+    gives one, else 'HFU', else its TFLOP/s per chip over the chip's peak (HFU when those count
+    recomputation, or when unknown and the layout recomputes whole layers; MFU otherwise);
+    `util_reported`, `util_predicted` (the estimate's MFU or HFU) and `util_error`. These depend on
+    how each paper counts FLOPs, so they are not what the errors are measured on.
+
     `assume` maps a run id to Strategy fields the paper leaves unknown (e.g.
-    {'virtual_stages': 4}); they replace the run's own. The metric compared is the one the paper
-    states: MFU if it gives one, else HFU, else its TFLOP/s per chip divided by the chip's peak
-    (HFU when those count recomputation, or when unknown and the layout recomputes whole
-    layers; MFU otherwise). `efficiency` maps a chip family ('tpu', 'gpu') to a matmul efficiency
-    to use instead of the fitted default. Each row: id, source, model, chip, chips, layout, assumed,
-    metric, reported, predicted, error (predicted / reported - 1), fits, anchor (the chip family
-    whose default efficiency was fitted on this run, or ''), estimate.
+    {'virtual_stages': 4}); they replace the run's own. `efficiency` maps a chip family ('tpu',
+    'gpu') to a matmul efficiency to use instead of the fitted default. Every row also has id,
+    source, model, chip, chips, layout, assumed, fits, anchor (the chip family whose default
+    efficiency was fitted on this run, or '') and estimate.
     """
     assume = dict(assume or {})
     anchors = _anchors()
@@ -284,69 +307,88 @@ def run_predictions(assume: "Mapping[str, Mapping[str, object]] | None" = None,
         fam = "tpu" if _chip(r.chip).is_tpu else "gpu"
         e = training.estimate(r.model_config(), strategy=s, efficiency=dict(efficiency or {}).get(fam), **kw)
         if r.reported_mfu:
-            metric, reported = "MFU", r.reported_mfu
+            util_metric, util_reported = "MFU", r.reported_mfu
         elif r.reported_hfu:
-            metric, reported = "HFU", r.reported_hfu
+            util_metric, util_reported = "HFU", r.reported_hfu
         elif r.reported_flops_per_s_per_chip:
             counts_remat = r.reported_flops_include_recompute
             if counts_remat is None:
                 counts_remat = s.remat == "full"
-            metric = "HFU" if counts_remat else "MFU"
-            reported = r.reported_flops_per_s_per_chip / e.peak_flops_per_s
+            util_metric = "HFU" if counts_remat else "MFU"
+            util_reported = r.reported_flops_per_s_per_chip / e.peak_flops_per_s
         else:
+            util_metric, util_reported = None, None
+        util_predicted = None if util_metric is None else (e.hfu if util_metric == "HFU" else e.mfu)
+        reported = r.reported_tokens_per_s_per_chip()
+        if reported is None and util_reported is None:
             continue
-        predicted = e.hfu if metric == "HFU" else e.mfu
-        rows.append(dict(id=r.id, source=r.source, model=r.model_name, chip=r.chip, chips=r.chips,
-                         layout=s.label(), assumed=dict(assume.get(r.id, {})), metric=metric, reported=reported,
-                         predicted=predicted, error=predicted / reported - 1, fits=e.fits,
-                         anchor=anchors.get(r.id, ""), estimate=e))
+        predicted = e.tokens_per_s_per_chip
+        rows.append(dict(
+            id=r.id, source=r.source, model=r.model_name, chip=r.chip, chips=r.chips, layout=s.label(),
+            assumed=dict(assume.get(r.id, {})), reported=reported, basis=_throughput_basis(r) if reported else None,
+            predicted=predicted, error=None if reported is None else predicted / reported - 1,
+            util_metric=util_metric, util_reported=util_reported, util_predicted=util_predicted,
+            util_error=None if util_reported is None else util_predicted / util_reported - 1,
+            fits=e.fits, anchor=anchors.get(r.id, ""), estimate=e))
     return rows
 
 
 def validation_scatter(rows: "Sequence[Mapping] | None" = None, *, label_worst: int = 3, ax=None):
-    """Predicted against reported utilisation for the published runs, with the y = x line and +-10%, +-25% bands.
+    """Error of the predicted tokens/s per chip against model size, one point per published run.
 
-    Markers tell the source; the runs the default efficiencies were fitted on are drawn as stars;
-    the `label_worst` runs with the largest errors are named. `rows` is `run_predictions`' result.
+    y is predicted / reported - 1 in percent, x the model's published parameter count (log);
+    grey bands mark +-10% and +-25%. Markers tell the source; the runs the default efficiencies
+    were fitted on are drawn as stars; the `label_worst` held-out runs with the largest errors are
+    named. Rows without a reported throughput (BLOOM) are left out. `rows` is `run_predictions`'
+    result.
     """
     if rows is None:
         rows = run_predictions()
+    rows = [r for r in rows if r.get("error") is not None]
     if not rows:
-        raise Error("validation_scatter needs at least one row")
-    import numpy as np
+        raise Error("validation_scatter needs at least one row with a reported throughput")
 
-    fig, ax = axes(ax, (6.6, 6.0))
-    lo = 0.8 * 100 * min(min(r["reported"], r["predicted"]) for r in rows)
-    hi = 1.12 * 100 * max(max(r["reported"], r["predicted"]) for r in rows)
-    x = np.linspace(lo, hi, 10)
-    ax.fill_between(x, x * 0.75, x * 1.25, color="#eeeeee", label="within 25%")
-    ax.fill_between(x, x * 0.9, x * 1.1, color="#d9d9d9", label="within 10%")
-    ax.plot(x, x, color="k", lw=0.8)
+    def size(r):
+        return runs.published_run(r["id"]).published_params
+
+    fig, ax = axes(ax, (7.6, 4.8))
+    sizes = [size(r) for r in rows]
+    lo, hi = min(sizes) / 1.8, max(sizes) * 1.8
+    ax.axhspan(-25, 25, color="#eeeeee", label="within 25%")
+    ax.axhspan(-10, 10, color="#d9d9d9", label="within 10%")
+    ax.axhline(0, color="k", lw=0.8)
     seen = set()
     for r in rows:
         marker, name = _SOURCE_MARKERS.get(r["source"], ("x", r["source"]))
         if r["anchor"]:
             continue
-        ax.scatter(100 * r["reported"], 100 * r["predicted"], marker=marker, s=48, color="#4c72b0",
-                   edgecolor="white", linewidth=0.6, label=name if name not in seen else None, zorder=3)
+        ax.scatter(size(r), 100 * r["error"], marker=marker, s=52, color="#4c72b0", edgecolor="white",
+                   linewidth=0.6, label=name if name not in seen else None, zorder=3)
         seen.add(name)
     for r in rows:
         if r["anchor"]:
-            ax.scatter(100 * r["reported"], 100 * r["predicted"], marker="*", s=220, color="#dd8452",
-                       edgecolor="k", linewidth=0.6, zorder=4,
-                       label="fit anchor" if "anchor" not in seen else None)
+            ax.scatter(size(r), 100 * r["error"], marker="*", s=260, facecolor="none", edgecolor="#dd8452",
+                       linewidth=1.6, zorder=4, label="fit anchor" if "anchor" not in seen else None)
             seen.add("anchor")
     worst = sorted((r for r in rows if not r["anchor"]), key=lambda r: -abs(r["error"]))[:max(0, label_worst)]
-    for k, r in enumerate(sorted(worst, key=lambda r: -r["predicted"])):
-        ax.annotate(f"{r['id']} ({100 * r['error']:+.0f}%)", (100 * r["reported"], 100 * r["predicted"]),
-                    xytext=(0.42, 0.30 - 0.07 * k), textcoords="axes fraction", fontsize=9, ha="left",
-                    arrowprops=dict(arrowstyle="-", color="#666666", lw=0.6, relpos=(0, 0.5)))
+    errs = [100 * r["error"] for r in rows]
+    top = max(35.0, max(errs) + 12)
+    bottom = min(-30.0, min(errs) - 8)
+    mid = (lo * hi) ** 0.5
+    for side in (True, False):  # labels of the small models to their right, of the large ones to their left
+        group = sorted((r for r in worst if (size(r) < mid) == side), key=lambda r: -r["error"])
+        for k, r in enumerate(group):
+            ax.annotate(f"{r['id']} ({100 * r['error']:+.0f}%)", (size(r), 100 * r["error"]),
+                        xytext=(14 if side else -14, 10 - 16 * k), textcoords="offset points", fontsize=9,
+                        ha="left" if side else "right", va="center",
+                        arrowprops=dict(arrowstyle="-", color="#666666", lw=0.6))
+    ax.set_xscale("log")
     ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_aspect("equal")
-    ax.set_xlabel("reported utilisation (%)")
-    ax.set_ylabel("predicted by scalebook (%)")
-    ax.set_title("Step model against published runs (MFU or HFU, as reported)", fontsize=10)
-    ax.legend(fontsize=9, loc="upper left")
+    ax.set_ylim(bottom, top)
+    ax.set_xlabel("model size (published parameter count)")
+    ax.set_ylabel("predicted / reported tokens/s per chip - 1 (%)")
+    ax.set_title("Step model against published runs: error in training throughput", fontsize=10)
+    ax.legend(fontsize=9, loc="lower left", ncol=2)
+    ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     return fig
