@@ -90,6 +90,18 @@ class PublishedRun:
         """Global batch in tokens: batch_seqs x seq_len."""
         return self.batch_seqs * self.seq_len
 
+    def throughput_basis(self) -> str | None:
+        """Which reported figure `reported_tokens_per_s_per_chip` converts, in the same order."""
+        if self.reported_tokens_per_s:
+            return "tokens/s"
+        if self.reported_step_seconds:
+            return "step time"
+        if self.reported_flops_per_s_per_chip and self.reported_flops_include_recompute:
+            return "TFLOP/s, Megatron count"
+        if self.reported_mfu:
+            return "MFU"
+        return None
+
     def reported_tokens_per_s_per_chip(self) -> float | None:
         """Training tokens per second per chip, from whatever the source reports.
 

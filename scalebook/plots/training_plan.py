@@ -260,19 +260,6 @@ def _anchors() -> dict[str, str]:
     return {entry["run"]: fam for fam, entry in load("training_efficiency").items()}
 
 
-def _throughput_basis(r: runs.PublishedRun) -> str | None:
-    """Which reported figure `PublishedRun.reported_tokens_per_s_per_chip` converts (same order)."""
-    if r.reported_tokens_per_s:
-        return "tokens/s"
-    if r.reported_step_seconds:
-        return "step time"
-    if r.reported_flops_per_s_per_chip and r.reported_flops_include_recompute:
-        return "TFLOP/s, Megatron count"
-    if r.reported_mfu:
-        return "MFU"
-    return None
-
-
 def run_predictions(assume: "Mapping[str, Mapping[str, object]] | None" = None,
                     ids: "Sequence[str] | None" = None,
                     efficiency: "Mapping[str, float] | None" = None) -> list[dict]:
@@ -325,7 +312,7 @@ def run_predictions(assume: "Mapping[str, Mapping[str, object]] | None" = None,
         predicted = e.tokens_per_s_per_chip
         rows.append(dict(
             id=r.id, source=r.source, model=r.model_name, chip=r.chip, chips=r.chips, layout=s.label(),
-            assumed=dict(assume.get(r.id, {})), reported=reported, basis=_throughput_basis(r) if reported else None,
+            assumed=dict(assume.get(r.id, {})), reported=reported, basis=r.throughput_basis() if reported else None,
             predicted=predicted, error=None if reported is None else predicted / reported - 1,
             util_metric=util_metric, util_reported=util_reported, util_predicted=util_predicted,
             util_error=None if util_reported is None else util_predicted / util_reported - 1,
