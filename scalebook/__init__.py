@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 _LAZY = ("topology", "collectives", "sharding", "models", "transformer", "strategy", "step", "training",
          "planner", "inference", "serving", "xla", "measure", "plots",
-         "exercises", "grading", "notebook", "jax_layer", "jax_training", "jax_decode", "cli", "runs", "serving_results")
+         "exercises", "grading", "notebook", "jax_layer", "jax_training", "jax_decode", "cli", "runs", "serving_results", "profile")
 _LAZY += ("jax_collectives",)  # chapter 10
 
 __all__ = [
