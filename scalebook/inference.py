@@ -437,7 +437,7 @@ def _step(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, sequenc
 def _workspace(model: Transformer, d: Deployment, prompt_len: int) -> float:
     """Prefill workspace of one prompt: its activations (D and F wide) and fp32 logits of one row."""
     b = units.dtype_bytes(d.activations)
-    width = model.d_ff or (model.experts_per_token + model.shared_experts) * model.expert_d_ff
+    width = max(model.d_ff, (model.experts_per_token + model.shared_experts) * model.expert_d_ff)
     return prompt_len * (4 * model.d_model + 3 * width / d.tp) * b + model.vocab * 4.0
 
 
