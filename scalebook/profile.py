@@ -48,7 +48,7 @@ from .errors import Error, require_positive
 __all__ = [
     "CATEGORIES", "COLLECTIVES", "TraceEvent", "DeviceStep", "Profile", "HloOp", "LineUpRow", "LineUp",
     "StepProfile", "find_trace", "read_trace", "parse_trace", "capture", "hlo_ops", "fusions", "collectives",
-    "memory_analysis", "categorize", "line_up", "profile_training", "BOOKKEEPING",
+    "memory_analysis", "categorize", "line_up", "profile_training", "BOOKKEEPING", "hlo_instruction",
 ]
 
 #: Collective kinds, as HLO names them (and `scalebook.collectives` / `xla.HLO_COLLECTIVES`).
@@ -170,6 +170,29 @@ def hlo_ops(hlo: str, *, executed_only: bool = True) -> tuple[HloOp, ...]:
         if op.executed or not executed_only:
             out.append(op)
     return tuple(out)
+
+
+def hlo_instruction(hlo: str, name: str, *, full: bool = False) -> str:
+    """The text of instruction `name` (e.g. 'all-gather.3', 'ynn_fusion.77') in compiled HLO, or of
+    the computation `name` (e.g. 'fused_computation.77': its header and body). Unless `full`,
+    `metadata=` and `backend_config=` are cut from each line, which keeps it readable."""
+    if not isinstance(hlo, str):
+        raise Error("hlo must be compiled HLO text (compiled.as_text())")
+
+    def short(line: str) -> str:
+        line = line.strip()
+        return line if full else re.sub(r",\s*(metadata|backend_config)=.*$", "", line)
+
+    comps = _computations(hlo)
+    if name in comps and name != "ENTRY":
+        header = next(line for line in hlo.splitlines() if re.match(rf"^(ENTRY\s+)?%?{re.escape(name)}\s", line))
+        return "\n".join([short(header)] + ["  " + short(line) for line in comps[name]] + ["}"])
+    for lines in comps.values():
+        for line in lines:
+            parts = _split_instruction(line)
+            if parts and parts[0] == name:
+                return short(line)
+    raise Error(f"no instruction or computation named {name!r} in the HLO")
 
 
 def fusions(hlo: str) -> tuple[HloOp, ...]:

@@ -33,6 +33,19 @@ CALLS = {
 }
 
 
+def test_timelines_side_by_side_share_one_legend(prof):
+    fig = plots.profile_timelines({"first": prof, "second": prof}, step=0)
+    assert [ax.get_title() for ax in fig.axes] == ["first", "second"] and len(fig.legends) == 1
+    plt.close(fig)
+    fig, axs = plt.subplots(1, 2)
+    assert plots.profile_timelines({"a": prof, "b": prof}, axes_list=axs) is fig
+    plt.close(fig)
+    with pytest.raises(Error):
+        plots.profile_timelines({})
+    with pytest.raises(Error, match="axes"):
+        plots.profile_timelines({"a": prof}, axes_list=axs)
+
+
 @pytest.mark.parametrize("name", sorted(CALLS))
 def test_returns_a_figure(name, prof):
     fig = getattr(plots, name)(**CALLS[name](prof))

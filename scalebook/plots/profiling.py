@@ -6,12 +6,12 @@ matplotlib (imported inside the function), takes an optional `ax` and returns th
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ._axes import axes
 from ..errors import Error
 
-__all__ = ["CATEGORY_COLORS", "profile_timeline", "profile_breakdown", "predicted_vs_measured"]
+__all__ = ["CATEGORY_COLORS", "profile_timeline", "profile_timelines", "profile_breakdown", "predicted_vs_measured"]
 
 #: One colour per op category (`scalebook.profile.CATEGORIES`) and for idle time.
 CATEGORY_COLORS = {
@@ -44,8 +44,8 @@ def _time_unit(seconds: float) -> tuple[float, str]:
 
 def _legend_below(fig, ax, handles) -> None:
     """A legend in rows under the axes, with room made for it (no overlap with the x label)."""
-    ncol = min(len(handles), 6)
-    rows = math.ceil(len(handles) / ncol)
+    rows = math.ceil(len(handles) / 6)
+    ncol = math.ceil(len(handles) / rows)
     height = fig.get_size_inches()[1]
     room = (0.32 * rows + 0.1) / height
     fig.tight_layout(rect=(0, room, 1, 1))
@@ -53,16 +53,8 @@ def _legend_below(fig, ax, handles) -> None:
                bbox_to_anchor=(0.5, 0.0))
 
 
-def profile_timeline(profile, *, step: "int | None" = None, devices: "Sequence[int] | None" = None,
-                     title: "str | None" = None, ax=None):
-    """Gantt chart of one step: a row per device, a bar per op coloured by category.
-
-    `step` defaults to the last one in the profile (the least disturbed by start-up). Where ops of
-    one device overlap, the bars are drawn in `CATEGORIES` order, collectives on top, so a
-    collective that waits is always visible. White space is the device's idle time.
-    """
-    from matplotlib.patches import Patch
-
+def _draw_timeline(ax, profile, step, devices) -> tuple[set, str]:
+    """Draw one step of `profile` into `ax`; return the categories drawn and the time unit."""
     from ..profile import CATEGORIES
 
     _check_profile(profile)
@@ -75,7 +67,6 @@ def profile_timeline(profile, *, step: "int | None" = None, devices: "Sequence[i
         raise Error(f"devices {missing or devs} are not in the profile; it has {list(profile.devices)}")
     a, b = profile.step_window(s)
     k, unit = _time_unit(b - a)
-    fig, ax = axes(ax, figsize=(9.0, 0.45 * len(devs) + 1.8))
     used = set()
     for row, d in enumerate(devs):
         ev = profile.ops(step=s, device=d)
@@ -90,10 +81,60 @@ def profile_timeline(profile, *, step: "int | None" = None, devices: "Sequence[i
     ax.set_xlim(0, (b - a) * k)
     ax.set_xlabel(f"time in step {s} ({unit})", fontsize=11)
     ax.tick_params(axis="x", labelsize=10)
-    ax.set_title(title or f"{profile.module}: what each device ran in one step", fontsize=12)
+    return used, unit
+
+
+def _timeline_handles(used):
+    from matplotlib.patches import Patch
+
+    from ..profile import CATEGORIES
+
     handles = [Patch(color=CATEGORY_COLORS[c], label=c) for c in CATEGORIES if c in used]
     handles.append(Patch(facecolor="white", edgecolor="#999999", label="idle"))
-    _legend_below(fig, ax, handles)
+    return handles
+
+
+def profile_timeline(profile, *, step: "int | None" = None, devices: "Sequence[int] | None" = None,
+                     title: "str | None" = None, ax=None):
+    """Gantt chart of one step: a row per device, a bar per op coloured by category.
+
+    `step` defaults to the last one in the profile (the least disturbed by start-up). Where ops of
+    one device overlap, the bars are drawn in `CATEGORIES` order, collectives on top, so a
+    collective that waits is always visible. White space is the device's idle time.
+    """
+    _check_profile(profile)
+    n = len(profile.devices if devices is None else devices)
+    fig, ax = axes(ax, figsize=(9.0, 0.45 * n + 1.8))
+    used, _ = _draw_timeline(ax, profile, step, devices)
+    ax.set_title(title or f"{profile.module}: what each device ran in one step", fontsize=12)
+    _legend_below(fig, ax, _timeline_handles(used))
+    return fig
+
+
+def profile_timelines(profiles: "Mapping[str, object]", *, step: "int | None" = None,
+                      devices: "Sequence[int] | None" = None, axes_list=None):
+    """`profile_timeline` of several profiles side by side ({title: Profile}), one shared legend;
+    each panel has its own time axis. `axes_list`: the axes to draw into (one per profile)."""
+    import matplotlib.pyplot as plt
+
+    if not profiles:
+        raise Error("profile_timelines needs at least one {title: Profile}")
+    items = list(profiles.items())
+    if axes_list is None:
+        n = max(len(p.devices if devices is None else devices) for _, p in items)
+        fig, axs = plt.subplots(1, len(items), figsize=(5.6 * len(items), 0.45 * n + 1.9), squeeze=False)
+        axs = list(axs[0])
+    else:
+        axs = list(axes_list)
+        if len(axs) != len(items):
+            raise Error(f"{len(items)} profiles need {len(items)} axes, got {len(axs)}")
+        fig = axs[0].figure
+    used = set()
+    for ax, (title, p) in zip(axs, items):
+        u, _ = _draw_timeline(ax, p, step, devices)
+        used |= u
+        ax.set_title(title, fontsize=12)
+    _legend_below(fig, axs[0], _timeline_handles(used))
     return fig
 
 

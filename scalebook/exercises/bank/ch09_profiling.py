@@ -1,0 +1,169 @@
+"""Answer keys of chapter 9 (profiling): HLO lines, memory analyses, parsed profiles, rooflines.
+
+Problems that show an excerpt (an HLO line, a trace) keep it here, so that the page prints
+exactly what the key reads: `HLO` holds the lines, `trace_9_4` and `trace_9_12` build the traces
+(Chrome trace events, microseconds) that the page parses with `profile.parse_trace`.
+"""
+from __future__ import annotations
+
+from ... import collectives, profile, roofline, topology, xla
+from ...hardware import chip as _chip
+from ..problem import problem
+
+#: The mesh the HLO excerpts were compiled for (jax_training's layout).
+MESH = {"fsdp": 4, "tp": 2}
+
+#: HLO lines shown on the problem page.
+HLO = {
+    "9.1": ("%all-gather.7 = f32[512,4,64]{2,1,0} all-gather(f32[128,4,64]{2,1,0} %param.13), channel_id=3, "
+            "replica_groups=[2,4]<=[4,2]T(1,0), dimensions={0}, use_global_device_ids=true"),
+    "9.2": ("%all-reduce.5 = f32[4,64,256]{2,1,0} all-reduce(f32[4,64,256]{2,1,0} %fusion.3), channel_id=9, "
+            "replica_groups=[4,2]<=[8], use_global_device_ids=true, to_apply=%add"),
+}
+
+
+def _op(name: str, device: int, start_ms: float, end_ms: float, run: int = 1) -> dict:
+    return {"ph": "X", "pid": 1, "tid": 10 + device, "ts": start_ms * 1e3, "dur": (end_ms - start_ms) * 1e3,
+            "name": name, "args": {"hlo_op": name, "hlo_module": "jit_step", "device_ordinal": str(device),
+                                   "run_id": str(run)}}
+
+
+#: 9.4 / 9.5: four devices, one step; (matmul, fusion, all-gather, all-reduce) spans in ms.
+SPANS_9_4 = {
+    0: ((0, 30), (30, 38), (38, 50), (50, 70)),
+    1: ((0, 34), (34, 40), (40, 50), (50, 72)),
+    2: ((2, 44), (44, 52), (52, 56), (56, 72)),
+    3: ((0, 28), (28, 33), (33, 50), (50, 66)),
+}
+
+
+def trace_9_4() -> dict:
+    """The trace of problems 9.4 and 9.5."""
+    names = ("ynn_fusion.3", "add_multiply_fusion", "all-gather.1", "all-reduce.2")
+    return {"traceEvents": [_op(n, d, a, b) for d, spans in SPANS_9_4.items() for n, (a, b) in zip(names, spans)]}
+
+
+def trace_9_12() -> dict:
+    """The trace of problem 9.12: one device whose AllGather starts while a matmul still runs."""
+    return {"traceEvents": [_op("ynn_fusion.1", 0, 0, 6), _op("all-gather.4", 0, 2, 10),
+                            _op("exp_fusion", 0, 10, 11), _op("all-reduce.1", 0, 11, 14)]}
+
+
+@problem("9.1", title="Bytes behind an AllGather line", unit="kB", line=HLO["9.1"], mesh=MESH,
+         slips={0.25: "a quarter of the key: V is the gathered output, f32[512,4,64], not the operand shard",
+                7 / 6: "too large by 7/6: the replica groups have 4 devices (2 groups over fsdp), not all 8",
+                2 / 3: "too small by 2/3: [2,4]<=... means 2 groups of 4 devices, so N = 4"},
+         hint="V = bytes of the result shape; each device sends V (N - 1) / N; read N from the replica groups")
+def allgather_line(line, mesh):
+    (c,) = xla.collectives_in_hlo(line, mesh)
+    return c.bytes_per_device / 1e3
+
+
+@problem("9.2", title="Which axis an AllReduce crosses", unit="kB", line=HLO["9.2"], mesh=MESH,
+         slips={1.5: "too large by 1.5: [4,2]<=[8] is 4 groups of 2 neighbours (the tp axis), so N = 2, not 4",
+                1.75: "too large by 1.75: the groups have 2 devices, not all 8"},
+         hint="an AllReduce sends 2 V (N - 1) / N per device; [4,2]<=[8] lists devices 0..7 as 4 groups of 2")
+def allreduce_line(line, mesh):
+    (c,) = xla.collectives_in_hlo(line, mesh)
+    return c.bytes_per_device / 1e3
+
+
+@problem("9.3", title="Peak memory from memory_analysis", unit="GB", argument_bytes=3.52e9, output_bytes=3.49e9,
+         alias_bytes=3.48e9, temp_bytes=9.8e9,
+         slips={(3.52 + 3.49 + 9.8) / 13.33: "too large: outputs aliased to donated inputs reuse their memory; "
+                                             "subtract the aliased bytes",
+                9.8 / 13.33: "too small: the arguments and the outputs that are not aliased are resident too"})
+def peak_memory(argument_bytes, output_bytes, alias_bytes, temp_bytes):
+    from ...jax_training import MemoryAnalysis
+
+    m = MemoryAnalysis(argument_bytes=int(argument_bytes), output_bytes=int(output_bytes),
+                       alias_bytes=int(alias_bytes), temp_bytes=int(temp_bytes), generated_code_bytes=0)
+    return m.bytes / 1e9
+
+
+@problem("9.4", title="Communication share of a profiled step", unit="%",
+         hint="add each device's AllGather and AllReduce time, and divide by devices x the step")
+def comm_share():
+    p = profile.parse_trace(trace_9_4())
+    t = p.totals()
+    return 100 * sum(t[k] for k in profile.COLLECTIVES) / sum(t.values())
+
+
+@problem("9.5", title="The step if communication were hidden", unit="ms",
+         slips={40.25 / 50: "too small: that is the mean device; the step waits for the slowest one",
+                38 / 50: "too small: take the device with the most compute, not device 0"},
+         hint="with every collective hidden, a device's step is its matmul + fusion time; the slowest device sets it")
+def hidden_comm_step():
+    p = profile.parse_trace(trace_9_4())
+    return 1e3 * max(t["matmul"] + t["fusion"] + t["other"] for t in p.per_device().values())
+
+
+@problem("9.6", title="What the unintended gather moves", unit="MB", batch=4096, d_model=2048, d_ff=8192,
+         devices=8, dtype_bytes=2,
+         slips={0.25: "a quarter of the key: the constraint is on h [B, F], not on x [B, D]"},
+         hint="the whole hidden activation h[B, F] ends up on every device: AllGather with V = B F x 2 bytes")
+def unintended_gather(batch, d_model, d_ff, devices, dtype_bytes):
+    return xla.sent_bytes_per_device("all-gather", batch * d_ff * dtype_bytes, devices) / 1e6
+
+
+@problem("9.7", title="The same gather on a TPU v5e ring", unit="", batch=4096, d_model=2048, d_ff=8192,
+         devices=8, dtype_bytes=2, chip_name="tpu-v5e",
+         slips={8: "too large by 8: each chip multiplies only its B / 8 rows"},
+         hint="AllGather on one ICI axis: V / W_axis; the matmul h @ w2 on one chip: 2 (B / 8) F D / peak")
+def gather_vs_matmul(batch, d_model, d_ff, devices, dtype_bytes, chip_name):
+    topo = topology.for_mesh(chip_name, {"X": devices})
+    gather = collectives.cost("all-gather", topo, axes=("X",), bytes_=batch * d_ff * dtype_bytes).seconds
+    matmul = 2 * (batch / devices) * d_ff * d_model / _chip(chip_name).peak_flops_per_s("bf16")
+    return gather / matmul
+
+
+@problem("9.8", title="Roofline of a fusion from cost_analysis", unit="us", flops=1.1e10, bytes_accessed=2.6e8,
+         chip_name="tpu-v5e",
+         slips={(1.1e10 / 197e12) / (2.6e8 / 820e9): "too small: that is the compute time; this fusion is "
+                                                     "memory-bound, so bytes / HBM bandwidth sets it",
+                1 + (1.1e10 / 197e12) / (2.6e8 / 820e9): "too large: compute and memory traffic overlap; take the "
+                                                         "larger of the two, not their sum"})
+def fusion_roofline(flops, bytes_accessed, chip_name):
+    return roofline.op(chip_name, flops=flops, hbm_bytes=bytes_accessed).lower_seconds * 1e6
+
+
+@problem("9.9", title="FLOP/s the simulated devices reach together", unit="FLOP/s", chips=8,
+         flops_per_device=1.08e9, devices=8, step_seconds=0.180, matmul_seconds=0.045,
+         slips={4: "too large by 4: divide by the step time (180 ms), not by the time in matmul fusions"},
+         hint="cost_analysis counts one device's program; all 8 ran in the 180 ms step")
+def achieved_rate(flops_per_device, devices, step_seconds, matmul_seconds):
+    return flops_per_device * devices / step_seconds
+
+
+@problem("9.10", title="A gradient ReduceScatter on CPU", unit="MB", array_bytes=4.2e6, fsdp=4,
+         slips={0.5: "half the key: that is what a ReduceScatter sends; XLA on CPU compiles it as an AllReduce "
+                     "(then a dynamic-slice), which sends twice as much"},
+         hint="on CPU a ReduceScatter becomes an AllReduce of the same V: 2 V (N - 1) / N per device")
+def cpu_reduce_scatter(array_bytes, fsdp):
+    kind = xla.CPU_EQUIVALENTS["reduce-scatter"]
+    return xla.sent_bytes_per_device(kind, array_bytes, fsdp) / 1e6
+
+
+@problem("9.11", title="AllGathers in a deeper ZeRO-3 step", unit="", layers=6,
+         slips={(2 * (9 * 6 + 3)) / (16 * 6 + 3): "too large: the embedding, unembedding and norm scales are "
+                                                 "gathered once; only each layer's 7 matrices are gathered again",
+                (9 * 6 + 3) / (16 * 6 + 3): "too small: with regather=True each layer's matrices are gathered "
+                                            "again for the backward pass"},
+         hint="forward: every weight of every layer, plus 3 top-level weights; backward: each layer's matrices")
+def zero3_gathers(layers):
+    from ... import jax_training as jt
+
+    specs = jt.param_specs(jt.SMALL.replace(layers=layers))
+    layer = specs["layers"][0]
+    matrices = [n for n, spec in layer.items() if len(tuple(spec)) > 1]
+    top = len(specs) - 1
+    return layers * (len(layer) + len(matrices)) + top
+
+
+@problem("9.12", title="Exposed time of an overlapped gather", unit="ms",
+         slips={11 / 7: "too large: from 2 ms to 6 ms the AllGather runs beside the matmul; only the time no "
+                        "compute covers is exposed"},
+         hint="walk along the timeline: which instants have a collective running and no compute?")
+def exposed_gather():
+    t = profile.parse_trace(trace_9_12()).totals()
+    return 1e3 * sum(t[k] for k in profile.COLLECTIVES)
