@@ -138,7 +138,7 @@ def collective_matmul_timeline(cost: Any, *, ax=None):
     sent = "a block each way" if cost.bidirectional else "a block"
     ax.legend(handles=[Patch(color=_ORANGE, label=f"ppermute round ({sent})"),
                        Patch(color=_BLUE, label="one block's matmul")],
-              fontsize=8, loc="upper right", bbox_to_anchor=(1.0, 0.62))
+              fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.tick_params(labelsize=9)
     if own:
         fig.tight_layout()

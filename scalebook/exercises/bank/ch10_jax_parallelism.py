@@ -1,0 +1,154 @@
+"""Answer keys of chapter 10 (Parallelism in JAX): hand-written rings, resharding, collective
+matmuls and the FSDP x TP step, from `jax_collectives`, `collectives`, `training` and
+`jax_training` (pure Python: no key compiles anything). The page and the keys share the inputs."""
+from __future__ import annotations
+
+from ... import collectives, jax_collectives as jc, jax_training as jt, topology, training, units
+from ..problem import problem
+
+_MS, _US = 1e-3, 1e-6
+
+
+def _slice(chip: str, shape: str):
+    return topology.slice(chip, shape)
+
+
+@problem("10.1", title="Permutes in a hand-written AllReduce", unit="", n=16,
+         slips={30 / 16: "that counts steps; both ways, each step runs two permutes, one per direction "
+                         "(except where only one direction has blocks left)",
+                2.0: "an AllReduce is a ReduceScatter followed by an AllGather: two rings of N - 1 permutes"})
+def allreduce_permutes(n):
+    # one collective-permute per step and direction that has a block to send
+    return len({(t.step, t.direction) for row in jc.ring_steps("all-reduce", n, bidirectional=True) for t in row})
+
+
+@problem("10.2", title="Which way round?", unit="us", chip_name="tpu-v5e", shape="16x16", axis="X",
+         array_bytes=128e6,
+         slips={1.875: "that is the one-way ring: sending both ways halves the steps on a ring with a wraparound"})
+def fastest_ring_allgather(chip_name, shape, axis, array_bytes):
+    topo = _slice(chip_name, shape)
+    best = min(jc.ring_cost("all-gather", topo, axis=axis, bytes_=array_bytes, bidirectional=b).seconds
+               for b in (False, True))
+    return best / _US
+
+
+@problem("10.3", title="A ring on a line", unit="ms", chip_name="tpu-v5e", shape="8x8", axis="X",
+         array_bytes=128e6,
+         slips={4 / 7: "an 8x8 v5e slice has no wraparound: the ring's closing edge runs back along the line, "
+                       "so going both ways does not halve the time"})
+def ring_without_wraparound(chip_name, shape, axis, array_bytes):
+    topo = _slice(chip_name, shape)
+    best = min(jc.ring_cost("all-gather", topo, axis=axis, bytes_=array_bytes, bidirectional=b).seconds
+               for b in (False, True))
+    return best / _MS
+
+
+@problem("10.4", title="Latency or bandwidth?", unit="us", chip_name="tpu-v5e", shape="16x16", axis="X",
+         array_bytes=256e3,
+         slips={0.3556: "that is the bandwidth term alone; each of the 8 steps also costs a hop of latency, and "
+                        "the larger term wins"})
+def small_ring_allgather(chip_name, shape, axis, array_bytes):
+    return jc.ring_cost("all-gather", _slice(chip_name, shape), axis=axis, bytes_=array_bytes).seconds / _US
+
+
+@problem("10.5", title="Moving a cut with reshard", unit="MB", chip_name="tpu-v5p", shape="8x8x8", axis="X",
+         rows=8192, cols=8192, dtype="bf16", chips=8,
+         slips={8.0: "that is an AllGather (then keeping a slice): reshard moves the cut with an AllToAll, in "
+                     "which each device sends only (N - 1) / N^2 of the array"})
+def reshard_bytes(chip_name, shape, axis, rows, cols, dtype):
+    v = rows * cols * units.dtype_bytes(dtype)
+    return collectives.all_to_all(_slice(chip_name, shape), axes=axis, bytes_=v).bytes_per_device / 1e6
+
+
+@problem("10.6", title="Width that hides the sends", unit="", chip_name="tpu-v5p", shape="8x8x8", axis="X",
+         dtype="bf16",
+         slips={2.0: "both ways, two blocks arrive per step, so a step has twice the matmul work to hide its "
+                     "send behind: the width halves"})
+def hiding_width_v5p(chip_name, shape, axis, dtype):
+    return jc.hiding_width(_slice(chip_name, shape), axis=axis, dtype=dtype, bidirectional=True)
+
+
+_CM = dict(I=16384, J=8192, K=32768)
+
+
+@problem("10.7", title="An AllGather matmul that cannot hide its sends", unit="ms", chip_name="tpu-v5e",
+         shape="16x16", axis="X", dims=_CM, dtype="bf16",
+         slips={1.4537: "that is the sequential time (gather, then multiply); with overlap, each step costs the "
+                        "longer of its send and its block matmul",
+                0.4839: "that is the compute alone: K / N = 2048 is below the one-way hiding width, so the sends, "
+                        "not the matmuls, set the pace"})
+def allgather_matmul_time(chip_name, shape, axis, dims, dtype):
+    c = jc.collective_matmul_cost("allgather-matmul", _slice(chip_name, shape), axis=axis, dims=dims, dtype=dtype)
+    return c.overlapped_seconds / _MS
+
+
+_MLP = dict(T=16384, F=32768, D=8192)
+
+
+@problem("10.8", title="The second matmul of the MLP", unit="ms", chip_name="tpu-v5e", shape="16x16", axis="X",
+         dims=_MLP, dtype="bf16",
+         slips={1.8287: "that is the sequential time: multiply, then ReduceScatter; overlap the two",
+                3.8343: "that treats it as the AllGather variant; here the contracting dimension F is cut on both "
+                        "sides, so running sums of the output's rows travel, not blocks of h"})
+def mlp_down_matmul(chip_name, shape, axis, dims, dtype):
+    # out[T_X, D] = h[T, F_X] @ W[F_X, D]: the contracting dim is cut on both sides and the output
+    # is cut on its rows, so the partial sums are reduce-scattered: matmul-reducescatter.
+    c = jc.collective_matmul_cost("matmul-reducescatter", _slice(chip_name, shape), axis=axis,
+                                  dims=dict(I=dims["T"], J=dims["F"], K=dims["D"]), dtype=dtype, bidirectional=True)
+    return c.overlapped_seconds / _MS
+
+
+def _small_estimate(fsdp: int, tp: int):
+    mesh = {"fsdp": fsdp, "tp": tp}
+    s = training.Strategy(fsdp=fsdp, tp=tp, placement={"fsdp": ("fsdp",), "tp": ("tp",)}, remat="none",
+                          param_dtype="fp32", grad_dtype="fp32", optimizer_dtype="fp32", master_dtype=None,
+                          activation_dtype="fp32", flash_attention=False)
+    return training.estimate(jt.SMALL, topology=topology.for_mesh("tpu-v5e", mesh), strategy=s,
+                             batch_tokens=16 * 64, seq_len=64)
+
+
+@problem("10.9", title="State per device under FSDP x TP", unit="kB", fsdp=4, tp=2, chips=8,
+         slips={2.0: "tensor parallelism divides the stored weights, gradients and moments too: every weight is "
+                     "cut over both mesh axes",
+                4.0: "FSDP shards the weights, their gradients and both Adam moments, not only the moments"})
+def state_per_device(fsdp, tp):
+    m = _small_estimate(fsdp, tp).memory
+    return (m.params_bytes + m.grads_bytes + m.optimizer_bytes) / 1e3
+
+
+@problem("10.10", title="One layer's weights after the FSDP gather", unit="MB", fsdp=4, tp=2,
+         slips={2.0: "the gather is over fsdp only: the gathered copy is still cut over tp"})
+def gathered_layer(fsdp, tp):
+    e = _small_estimate(fsdp, tp)
+    (c,) = [c for c in e.collectives if c.parallelism == "fsdp" and "before the forward" in c.purpose]
+    return c.array_bytes / 1e6
+
+
+@problem("10.11", title="Sum or scatter?", unit="ms", chip_name="tpu-v5p", shape="8x8x8", axis="X",
+         array_bytes=1e9,
+         slips={2.0: "each device needs only its own shard of the sum: a ReduceScatter ring, not an AllReduce "
+                     "(which adds an AllGather)",
+                1.75: "write the ring both ways: the axis wraps around"})
+def sum_or_scatter(chip_name, shape, axis, array_bytes):
+    return jc.ring_cost("reduce-scatter", _slice(chip_name, shape), axis=axis, bytes_=array_bytes).seconds / _MS
+
+
+@problem("10.12", title="Bytes a collective matmul sends", unit="MB", n=8, rows=4096, cols=8192, dtype="bf16",
+         chips=8,
+         slips={8 / 7: "a device sends N - 1 blocks, not N: the last block's sum ends at its owner",
+                2.0: "the running sums travel as C's rows, (I / N) x K elements of 2 bytes each step"})
+def collective_matmul_bytes(n, rows, cols, dtype):
+    # The ReduceScatter matmul sends what a ReduceScatter of C[I, K] sends: N - 1 blocks of C's rows.
+    topo = topology.slice("tpu-v5p", "8x8x8")
+    assert topo.axis("X").size == n
+    return jc.ring_cost("reduce-scatter", topo, axis="X", bytes_=rows * cols * units.dtype_bytes(dtype),
+                        bidirectional=False).bytes_per_device / 1e6
+
+
+@problem("10.13", title="Is the overlap worth it?", unit="", chip_name="tpu-v5p", shape="8x8x8", axis="X",
+         dims=dict(I=8192, J=8192, K=8192), dtype="bf16", rel_tol=0.02,
+         slips={0.5615: "that is overlapped / sequential; the question asks how many times faster"})
+def overlap_speedup(chip_name, shape, axis, dims, dtype):
+    c = jc.collective_matmul_cost("allgather-matmul", _slice(chip_name, shape), axis=axis, dims=dims, dtype=dtype,
+                                  bidirectional=True)
+    return c.speedup
