@@ -463,7 +463,8 @@ class Profile:
         per = self.per_device()
         cats = [c for c in (*CATEGORIES, "idle") if any(v[c] > 0 for v in per.values())]
         rows = [(d, *(f"{1e3 * v[c]:.2f}" for c in cats)) for d, v in per.items()]
-        cap = (f"{self.module}: ms per step on each device (mean over {self.steps} steps; each instant counted "
+        over = f"{self.steps} steps" if self.steps != 1 else "1 step"
+        cap = (f"{self.module}: ms per step on each device (mean over {over}; each instant counted "
                f"once; the row adds up to the step)")
         return _html_table(("device", *cats), rows, cap)
 

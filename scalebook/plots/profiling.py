@@ -172,7 +172,8 @@ def profile_breakdown(profile, *, waiting: bool = True, title: "str | None" = No
     ax.set_yticks(range(len(per)))
     ax.set_yticklabels([f"device {d}" for d in per], fontsize=10)
     ax.invert_yaxis()
-    ax.set_xlabel(f"{unit} per step (mean over {profile.steps} steps)", fontsize=11)
+    over = f"{profile.steps} steps" if profile.steps != 1 else "1 step"
+    ax.set_xlabel(f"{unit} per step (mean over {over})", fontsize=11)
     ax.tick_params(axis="x", labelsize=10)
     ax.set_title(title or "Where each device's step went", fontsize=12)
     handles, _ = ax.get_legend_handles_labels()
