@@ -29,6 +29,8 @@ def glue(name: str, value: Any, unit: str | None = None, digits: int = 3) -> Any
     Numbers without a unit are glued as they are, so the Markdown can format them
     (`` {glue:text}`name:.1f` ``); strings are glued as plain text.
     """
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()  # numpy 2 scalars repr as 'np.float64(2.2)', which glue cannot format
     if unit is not None:
         value = fmt(value, unit, digits)
     elif isinstance(value, str) and not isinstance(value, Text):

@@ -70,3 +70,12 @@ def test_grade_command_prints_a_table(tmp_path):
                           capture_output=True, text=True, env={**os.environ, "SCALEBOOK_STRICT": "0"})
     assert proc.returncode == 0, proc.stderr
     assert "status" in proc.stdout and "score: 0 /" in proc.stdout
+
+
+def test_glue_turns_numpy_scalars_into_python_numbers():
+    import numpy as np
+
+    from scalebook.notebook import glue
+
+    value = glue("test_numpy_scalar", np.float64(2.5))
+    assert type(value) is float and repr(value) == "2.5"
