@@ -203,9 +203,15 @@ class NotModelled:
     reported: str
 
 
-def _run(entry: dict) -> PublishedRun:
+def from_entry(cls, entry: dict):
+    """An instance of the dataclass `cls` from one JSON entry: an inline model becomes a read-only
+    mapping and `inferred` a tuple (shared with `scalebook.serving_results`)."""
     model = entry["model"] if isinstance(entry["model"], str) else MappingProxyType(dict(entry["model"]))
-    return PublishedRun(**{**entry, "model": model, "inferred": tuple(entry["inferred"])})
+    return cls(**{**entry, "model": model, "inferred": tuple(entry["inferred"])})
+
+
+def _run(entry: dict) -> PublishedRun:
+    return from_entry(PublishedRun, entry)
 
 
 @functools.lru_cache(maxsize=None)

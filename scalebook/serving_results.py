@@ -36,11 +36,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Mapping
 
 from ._data import load
 from .errors import Error, choose
+from .runs import NotModelled, from_entry
 from .models import Transformer, from_dict, preset
 
 PHASES = ("prefill", "decode", "end-to-end")
@@ -148,20 +148,8 @@ class PublishedServing:
                 f"{self.prompt_len} in / {self.output_len} out; {reported}; {self.source})")
 
 
-@dataclass(frozen=True)
-class NotModelled:
-    """A published serving result left out of `published_serving()`, with what it reports and why."""
-
-    id: str
-    source: str
-    where: str
-    reason: str
-    reported: str
-
-
 def _result(entry: dict) -> PublishedServing:
-    model = entry["model"] if isinstance(entry["model"], str) else MappingProxyType(dict(entry["model"]))
-    return PublishedServing(**{**entry, "model": model, "inferred": tuple(entry["inferred"])})
+    return from_entry(PublishedServing, entry)
 
 
 @functools.lru_cache(maxsize=None)
