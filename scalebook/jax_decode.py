@@ -481,7 +481,7 @@ def compiled_costs(model: Transformer = SMALL, *, batch: int, prompt_len: int, m
     XLA's `cost_analysis()` beside the serving model (`DecodeCosts`). Nothing runs.
 
     The decode step attends over the whole cache, so it stands for a decode at context
-    `max_len`. Use float32 on CPU (XLA upcasts bf16 dots there, PITFALLS 14), and batch >= 2:
+    `max_len`. Use float32 on CPU (XLA upcasts bf16 dots there, TOOLCHAIN.md, note 14), and batch >= 2:
     with a batch of 1 XLA on CPU drops the unit dimension, compiles copies of the cache and
     its cost analysis no longer adds up.
     """

@@ -16,7 +16,7 @@ How the state is laid out (`param_specs`), per mesh axis:
   `fsdp` on one dimension (D for the layer weights, the table's D for the embedding and
   unembedding). Before a weight is used, `with_sharding_constraint` asks for its copy gathered
   over `fsdp` (one AllGather per weight); its gradient is summed over the `fsdp` shards of the
-  batch and scattered back (a ReduceScatter; on CPU an AllReduce + dynamic-slice, PITFALLS 14).
+  batch and scattered back (a ReduceScatter; on CPU an AllReduce + dynamic-slice, TOOLCHAIN.md, note 14).
 - Tensor parallelism (Megatron): Q, K, V and MLP gate/up are sharded over `tp` on their output
   dimension (heads, F); O and MLP down on their input dimension, so attention and MLP each end
   in one AllReduce of the [B, T, D] activations over `tp` in the forward pass (and their input
@@ -30,7 +30,7 @@ How the state is laid out (`param_specs`), per mesh axis:
   pass instead of keeping them from the forward pass (`forward`).
 
 Everything is float32 so that the HLO bytes are those of the model (CPU XLA computes bf16 dots
-in f32; PITFALLS 14). jax is imported inside the functions: `import scalebook` never loads it.
+in f32; TOOLCHAIN.md, note 14). jax is imported inside the functions: `import scalebook` never loads it.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ Three views of one sharded step sit side by side in this module:
 - **predicted**: `training.estimate`'s collectives, compute and memory, which `line_up` sets
   beside the other two.
 
-How a trace is read (jax 0.10, XLA:CPU; PITFALLS 15): `jax.profiler.trace(dir,
+How a trace is read (jax 0.10, XLA:CPU; TOOLCHAIN.md, note 15): `jax.profiler.trace(dir,
 create_perfetto_trace=True)` writes `dir/plugins/profile/<time>/perfetto_trace.json.gz`, a Chrome
 trace whose complete events (`"ph": "X"`, microseconds) include one per HLO op executed on a
 device, with `args` naming the op (`hlo_op`), its program (`hlo_module`), the device
@@ -583,7 +583,7 @@ def capture(fn: Callable, *args: Any, steps: int = 3, warmup: int = 1, carry: in
     come from its HLO. Any other callable is run as it is, with `hlo` the text of the program it
     runs. `warmup` calls run first, outside the trace. `carry=k` feeds the first `k`
     outputs of each call back as its first `k` arguments (a training step whose params and
-    optimizer state are donated). Results are blocked on inside the trace (PITFALLS 15). The
+    optimizer state are donated). Results are blocked on inside the trace (TOOLCHAIN.md, note 15). The
     trace is written under `trace_dir` (kept, for Perfetto: ui.perfetto.dev) or a temporary
     directory (removed).
     """

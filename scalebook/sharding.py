@@ -25,7 +25,7 @@ The four cases (per contracting dimension J, and per mesh axis of the free dimen
 `plan` returns the book's plan and, in `Plan.alternatives`, the other valid decompositions.
 XLA often, not always, picks the one whose collectives handle the fewest bytes (`Plan.cheapest`):
 on CPU it gathers A when A's other dimension is replicated, even where reducing would be cheaper
-(`xla.xla_choice`; PITFALLS 14, chapter 3).
+(`xla.xla_choice`; TOOLCHAIN.md, note 14, chapter 3).
 """
 from __future__ import annotations
 
@@ -270,7 +270,7 @@ class Plan:
     def cheapest(self) -> "Plan":
         """This plan or an alternative, whichever collects the fewest bytes (`comm_array_bytes`;
         the book's plan wins ties). XLA's SPMD partitioner often picks this one, but on CPU it
-        gathers instead when the output is replicated (`xla.xla_choice`; PITFALLS 14)."""
+        gathers instead when the output is replicated (`xla.xla_choice`; TOOLCHAIN.md, note 14)."""
         return min((self,) + self.alternatives, key=lambda p: p.comm_array_bytes)
 
     def __repr__(self) -> str:

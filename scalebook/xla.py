@@ -2,7 +2,7 @@
 
 jax is imported lazily, inside each function: `import scalebook` never pays for it.
 Chapters use this module to check the package's formulas against what the XLA compiler
-actually builds (PITFALLS: `cost_analysis()` counts a matmul's FLOPs about 0.7% above 2BDF,
+actually builds (TOOLCHAIN.md, note 9: `cost_analysis()` counts a matmul's FLOPs about 0.7% above 2BDF,
 and for a partitioned program it counts one device's share).
 """
 from __future__ import annotations
@@ -149,7 +149,7 @@ def shapes(*specs: Sequence[int], dtype: str = "float32"):
 HLO_COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
 
 #: What XLA on CPU compiles instead of a collective the book (and a TPU) would use, found on 8
-#: simulated CPU devices with jax 0.10.2 (PITFALLS 14): a ReduceScatter becomes an AllReduce of
+#: simulated CPU devices with jax 0.10.2 (TOOLCHAIN.md, note 14): a ReduceScatter becomes an AllReduce of
 #: the same array V followed by a local dynamic-slice (each device keeps its block).
 CPU_EQUIVALENTS = {"reduce-scatter": "all-reduce"}
 
@@ -217,7 +217,7 @@ def parse_replica_groups(text: str, num_devices: int) -> list[list[int]]:
     Explicit `{{0,1},{2,3}}` (`{}`: all devices); iota `[2,4]<=[4,2]T(1,0)` (arange(N) reshaped
     to [4,2], transposed by (1,0), then read as 2 groups of 4); mesh form
     `mesh['axis_0'=4,'axis_1'=2] {'axis_0'}` (devices laid out row-major over the listed axes;
-    a group is every device that differs only along the braced axes). PITFALLS 14.
+    a group is every device that differs only along the braced axes). TOOLCHAIN.md, note 14.
     """
     import re
 
@@ -352,7 +352,7 @@ def compile_matmul(spec: Any, *, mesh: "dict[str, int]", dims: "dict[str, int]",
 
     Needs enough devices (`use_cpu_devices(8)` first on CPU). Inputs are sharded as the spec says;
     the output as its `->` part says, else as XLA chooses. Use fp32 for cross-checks: CPU computes
-    bf16 dots in f32, so its collectives would carry twice the bytes (PITFALLS 14). The
+    bf16 dots in f32, so its collectives would carry twice the bytes (TOOLCHAIN.md, note 14). The
     collectives are read from the optimized HLO by `collectives_in_hlo`.
     """
     import jax
@@ -385,7 +385,7 @@ def compile_matmul(spec: Any, *, mesh: "dict[str, int]", dims: "dict[str, int]",
 def expected_on_cpu(plan: Any) -> "tuple[tuple[str, tuple[str, ...], float, float], ...]":
     """The collectives of a `sharding.Plan` as CPU XLA compiles them: (kind, axes, V, bytes sent).
 
-    Two equivalent decompositions that XLA on CPU picks (PITFALLS 14), applied here by name:
+    Two equivalent decompositions that XLA on CPU picks (TOOLCHAIN.md, note 14), applied here by name:
 
     - `CPU_EQUIVALENTS`: a ReduceScatter appears as an AllReduce of the same V (whose devices each
       send twice the bytes) followed by a dynamic-slice.

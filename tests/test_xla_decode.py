@@ -2,7 +2,7 @@
 
 `jax_decode` compiles prefill and one decode step of a small GQA model (`jax_decode.SMALL`: 2
 layers, D 512, 8 query / 2 kv heads of 64, gated MLP F 1536, V 2048) in float32 on CPU (XLA
-upcasts bf16 dots there, PITFALLS 14), and `cost_analysis()` is held against the serving model.
+upcasts bf16 dots there, TOOLCHAIN.md, note 14), and `cost_analysis()` is held against the serving model.
 
 Tolerances and what they cover (measured with jax 0.10.2 on CPU):
 
@@ -16,7 +16,7 @@ Tolerances and what they cover (measured with jax 0.10.2 on CPU):
 The differences, each explained where it is tested:
 
 - FLOPs: XLA counts each matmul at exactly 2 FLOPs per multiply-add here (the 0.7% of
-  PITFALLS 9 does not show on these shapes) plus about one FLOP per element of every
+  TOOLCHAIN.md, note 9 does not show on these shapes) plus about one FLOP per element of every
   elementwise op and reduction (norms, RoPE, SiLU, residual adds, mask, softmax); the package
   counts matmuls only. Hence XLA a little above, never below.
 - Prefill: the dense prefill computes all P x P scores and masks the upper half (the model

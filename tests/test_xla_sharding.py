@@ -6,7 +6,7 @@ dots in f32). XLA picks among equivalent decompositions; each one it uses is nam
 - `xla.CPU_EQUIVALENTS`: ReduceScatter -> AllReduce of the same V + dynamic-slice.
 - `xla.xla_choice`: between gathering an operand first (the book's case 2) and slicing the other
   operand + AllReducing the partial sums, XLA takes the one with fewer collected bytes (ties:
-  gather), and always gathers when the output is fully replicated (PITFALLS 14).
+  gather), and always gathers when the output is fully replicated (TOOLCHAIN.md, note 14).
 - `xla.SPREAD_OVER_REPLICATED_MAJOR_AXIS`: with a fully replicated output, a collective over Y
   alone runs over X and Y with the same V.
 - Not modelled: when Y shards different dimensions of A and B, XLA reshards with a

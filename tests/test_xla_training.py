@@ -12,7 +12,7 @@ is held against the prediction; where they differ, the test says why in code:
   pass and first in the backward, so it stays gathered), as the package predicts;
 - norm scales are D long and replicated over tp (Megatron); the package divides every weight by tp;
 - norm scales are not gathered again for the backward: autodiff saves their [1, 1, D] broadcast;
-- the gradient ReduceScatter is an AllReduce + dynamic-slice on CPU (PITFALLS 14), and XLA's
+- the gradient ReduceScatter is an AllReduce + dynamic-slice on CPU (TOOLCHAIN.md, note 14), and XLA's
   combiner packs all of them (and the loss's batch sum) into one AllReduce at the end;
 - XLA all-reduces the partial sums of each TP matmul on its own and does not reassociate their
   sum: the backward pass reduces the attention input gradient as 3 arrays (Q, K and V branches)
@@ -196,7 +196,7 @@ def test_gradients_are_reduce_scattered_over_fsdp_as_one_combined_all_reduce(run
     p = predicted(est, "fsdp", "reduce-scatter", "weight gradients")
     top = predicted(est, "fsdp", "reduce-scatter", "final norm gradients")
     assert p.count == L and p.axes == ("fsdp",) and top.count == 1
-    # CPU: AllReduce of the same V, then each device keeps its block (PITFALLS 14) ...
+    # CPU: AllReduce of the same V, then each device keeps its block (TOOLCHAIN.md, note 14) ...
     assert xla.CPU_EQUIVALENTS["reduce-scatter"] == "all-reduce" and "dynamic-slice" in run.hlo
     # ... one gradient per weight, all packed (with the loss's batch sum) into one op.
     assert len(got) == len(LAYER_W) * L + len(TOP_W)

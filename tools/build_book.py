@@ -5,7 +5,7 @@
     python tools/build_book.py --check   # the same, then check what a reader relies on
 
 Guards the Jupyter Book major version first: Jupyter Book 2 (mystmd) is a different tool that
-may exit 0 on a v1 book without building it (PITFALLS 1).
+may exit 0 on a v1 book without building it (TOOLCHAIN.md, note 1).
 """
 from __future__ import annotations
 

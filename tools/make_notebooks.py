@@ -6,7 +6,7 @@
 
 A generated notebook is what a reader opens in Colab: plain Markdown instead of MyST
 directives and roles, no solutions, no outputs, the install cell kept. The `.md` is the
-source that people edit; the `.ipynb` beside it is never edited by hand (PITFALLS 2-4).
+source that people edit; the `.ipynb` beside it is never edited by hand (TOOLCHAIN.md, notes 2-4).
 """
 from __future__ import annotations
 
