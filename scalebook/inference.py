@@ -408,8 +408,10 @@ def _step(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, sequenc
     else:  # reads the whole context; the new token attends to all of it
         kv = kv_bytes_per_sequence_per_chip(model, d, 1) * context * local_seqs
         fl = tr.flops_per_token(model, seq_len=context, causal=False)
-    # Logits are needed at the last position of each sequence only: one unembedding per sequence.
-    flops = ((fl.forward_flops - fl.unembedding_flops) * tokens + fl.unembedding_flops * sequences) \
+    # Prefill needs logits at the last position of each prompt only; a decode (or speculative
+    # verify) step needs them at every new position.
+    logit_rows = sequences if prefill else tokens
+    flops = ((fl.forward_flops - fl.unembedding_flops) * tokens + fl.unembedding_flops * logit_rows) \
         / (d.tp * d.ep * d.pp)
     compute = flops / (c.peak_flops_per_s(_compute_dtype(c, d)) * c_eff)
     memory = (w_read + kv) / (c.hbm_bytes_per_s * bw_eff)

@@ -104,6 +104,10 @@ class Speculation:
     acceptance_rate: float
     draft_tokens: int
     draft_cost_ratio: float
+    #: Price of the target step that checks g + 1 tokens, in plain decode steps: about 1 while the
+    #: step is memory-bound, more once g + 1 tokens per sequence make it compute-bound
+    #: (`verify_cost_ratio` computes it for a deployment and batch).
+    verify_cost_ratio: float = 1.0
 
     @property
     def tokens_per_round(self) -> float:
@@ -113,9 +117,9 @@ class Speculation:
 
     @property
     def round_cost(self) -> float:
-        """g draft steps at c each, plus one target step that checks g + 1 tokens (memory-bound,
-        so about the price of one decode step): g c + 1 target-step units."""
-        return self.draft_tokens * self.draft_cost_ratio + 1.0
+        """g draft steps at c each, plus one target step that checks g + 1 tokens (v plain steps:
+        about 1 while memory-bound): g c + v target-step units."""
+        return self.draft_tokens * self.draft_cost_ratio + self.verify_cost_ratio
 
     @property
     def speedup(self) -> float:
@@ -127,14 +131,42 @@ class Speculation:
                 f"speedup {self.speedup:.3g}x)")
 
 
-def speculative_decoding(*, acceptance_rate: float, draft_tokens: int, draft_cost_ratio: float) -> Speculation:
-    """Expected speedup of speculative decoding (Chapter 7); see `Speculation`."""
+def verify_cost_ratio(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: int,
+                      prompt_len: int, output_len: int, draft_tokens: int, **efficiency) -> float:
+    """How many plain decode steps the target's verification of g + 1 tokens per sequence costs.
+
+    The verify step reads the same weights and cache as a decode step but does (g + 1) x the
+    FLOPs (and moves (g + 1) x the activations), so its time is max(compute x (g + 1), memory) plus
+    the collectives at (g + 1) x the tokens: about 1 while decode is memory-bound at this batch,
+    up to g + 1 once it is compute-bound (Chapter 7).
+    """
+    from .inference import _step, deployment_topology
+
+    e = estimate(model, chip=chip, deployment=deployment, batch=batch, prompt_len=prompt_len,
+                 output_len=output_len, **efficiency)
+    c, d = e.chip, e.deployment.resolve(model)
+    topo = deployment_topology(c, d)
+    g1 = draft_tokens + 1
+    verify = _step(model, c, d, topo, sequences=e.batch / d.pp, new_tokens=g1, context=prompt_len + output_len // 2,
+                   prefill=False, bw_eff=e.bandwidth_efficiency, c_eff=e.compute_efficiency)
+    return verify.seconds / e.decode.seconds
+
+
+def speculative_decoding(*, acceptance_rate: float, draft_tokens: int, draft_cost_ratio: float,
+                         verify_cost_ratio: float = 1.0) -> Speculation:
+    """Expected speedup of speculative decoding (Chapter 7); see `Speculation`.
+
+    `verify_cost_ratio` (default 1: a memory-bound step) prices the target's check of g + 1
+    tokens; take it from `verify_cost_ratio(...)` for a deployment at a batch.
+    """
+    require_positive(verify_cost_ratio=verify_cost_ratio)
     require_non_negative(acceptance_rate=acceptance_rate, draft_cost_ratio=draft_cost_ratio)
     if acceptance_rate > 1:
         raise Error(f"acceptance_rate is a probability, at most 1; got {acceptance_rate:g}")
     if isinstance(draft_tokens, bool) or not isinstance(draft_tokens, int) or draft_tokens < 1:
         raise Error(f"draft_tokens must be a positive integer, got {draft_tokens!r}")
-    return Speculation(acceptance_rate=acceptance_rate, draft_tokens=draft_tokens, draft_cost_ratio=draft_cost_ratio)
+    return Speculation(acceptance_rate=acceptance_rate, draft_tokens=draft_tokens, draft_cost_ratio=draft_cost_ratio,
+                       verify_cost_ratio=verify_cost_ratio)
 
 
 @dataclass(frozen=True)

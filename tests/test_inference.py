@@ -204,3 +204,14 @@ def test_multi_query_attention_splits_its_cache_by_batch():
     assert d.attention == "batch"
     per_chip = inf.kv_bytes_per_sequence_per_chip(palm, Deployment(tp=64), 1000)
     assert per_chip == pytest.approx(tr.kv_cache(palm, seq_len=1000).bytes_per_sequence / 64)
+
+
+def test_verifying_drafts_costs_one_step_while_memory_bound_and_more_when_compute_bound():
+    mem = serving.verify_cost_ratio(L8, chip="h100", deployment=Deployment(), batch=1, prompt_len=1024,
+                                    output_len=256, draft_tokens=4)
+    assert mem == pytest.approx(1.0, abs=0.01)
+    busy = serving.verify_cost_ratio(L8, chip="h100", deployment=Deployment(), batch=256, prompt_len=128,
+                                     output_len=64, draft_tokens=4, bandwidth_efficiency=1.0, compute_efficiency=0.5)
+    assert 1.5 < busy <= 5.0
+    s = serving.speculative_decoding(acceptance_rate=0.8, draft_tokens=4, draft_cost_ratio=0.05, verify_cost_ratio=busy)
+    assert s.speedup == pytest.approx(s.tokens_per_round / (4 * 0.05 + busy))
