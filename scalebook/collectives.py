@@ -12,11 +12,15 @@ part 12 for GPUs). Conventions:
   bandwidth-bound or latency-bound), with T_latency = hops x `hop_latency_seconds` (1 us).
 
 TPU torus (ICI) axes, W_a = bidirectional ICI per link where axis a wraps around, one-way
-(half) where it does not; over k axes W = sum of their W_a, so k equal axes are k times faster:
+(half) where it does not; over k axes W = sum of their W_a, so k equal axes are k times faster.
+N is the product of the group's axis sizes; the exact (N-1)/N factor is kept (the chapter's
+prose drops it as a large-N approximation, V / W):
 
-    AllGather = ReduceScatter = V / W     (independent of the axis size: the book drops (N-1)/N)
-    AllReduce = 2 V / W
-    AllToAll  = V / (4 W) on one axis; over several, the bisection bound max_a V N_a / (4 N W_a)
+    AllGather = ReduceScatter = V (N-1) / (N W)   (every chip takes in the (N-1)/N it lacks
+                                                    through its links on the group's axes)
+    AllReduce = 2 V (N-1) / (N W)
+    AllToAll  = the bisection bound max_a V floor(N_a/2) ceil(N_a/2) / (N_a N W_a)
+                (= V / (4 W) on one ring of even size, V N_a / (4 N W_a) per axis over several)
     permute   = (V / N) / one-way link bandwidth (every chip sends its shard to a neighbour)
     hops: N_a // 2 per axis with a wraparound, N_a - 1 without (x2 for AllReduce).
 
@@ -145,6 +149,11 @@ def _switched(kind: str, v: float, n: int, w: float) -> float:
     return v / (n * w)  # permute
 
 
+def _cut_pairs(size: int) -> int:
+    """Chips on each side of the cut that halves a ring of `size`, multiplied: floor(N/2) ceil(N/2)."""
+    return (size // 2) * ((size + 1) // 2)
+
+
 def _ici(kind: str, v: float, axes: tuple[Axis, ...]) -> tuple[float, float, int]:
     """(seconds, one-way bandwidth of the busiest link, hops) on the torus axes of a group."""
     axes = tuple(a for a in axes if a.size > 1)
@@ -155,11 +164,11 @@ def _ici(kind: str, v: float, axes: tuple[Axis, ...]) -> tuple[float, float, int
     w = sum(a.bytes_per_s for a in axes)
     one_way = min(a.one_way_bytes_per_s for a in axes)
     if kind in ("all-gather", "reduce-scatter"):
-        return v / w, one_way, hops
+        return v * (n - 1) / (n * w), one_way, hops
     if kind == "all-reduce":
-        return 2 * v / w, one_way, 2 * hops
+        return 2 * v * (n - 1) / (n * w), one_way, 2 * hops
     if kind == "all-to-all":
-        return max(v * a.size / (4 * n * a.bytes_per_s) for a in axes), one_way, hops
+        return max(v * _cut_pairs(a.size) / (a.size * n * a.bytes_per_s) for a in axes), one_way, hops
     wrap = len(axes) == 1 and axes[0].wraparound
     return v / (n * one_way), one_way, 1 if wrap else hops
 

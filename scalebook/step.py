@@ -72,7 +72,8 @@ def describe(placement: Placement, group: str) -> dict[str, float]:
         w_ici=sum(a.bytes_per_s for a in ici) or 1.0,
         hops_ici=sum(a.size // 2 if a.wraparound else a.size - 1 for a in ici),
         oneway_ici=min((a.one_way_bytes_per_s for a in ici), default=1.0),
-        a2a_ici=max((a.size / (4 * n_ici * a.bytes_per_s) for a in ici), default=0.0),
+        a2a_ici=max(((a.size // 2) * ((a.size + 1) // 2) / (a.size * n_ici * a.bytes_per_s) for a in ici),
+                    default=0.0),
         wrap1=float(len(ici) == 1 and ici[0].wraparound),
         m_nvl=math.prod(a.size for a in nvl), w_nvl=min((a.bytes_per_s for a in nvl), default=1.0),
         m_dcn=math.prod(a.size for a in dcn), w_dcn=min((a.bytes_per_s for a in dcn), default=1.0),
@@ -107,9 +108,9 @@ def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
     """Seconds of collective `kind` of a V-byte array over group `g` (arrays; `collectives.cost`)."""
     n_ici, w = g["n_ici"], g["w_ici"]
     if kind in ("all-gather", "reduce-scatter"):
-        t_ici, hops = v / w, g["hops_ici"]
+        t_ici, hops = v * (n_ici - 1) / (n_ici * w), g["hops_ici"]
     elif kind == "all-reduce":
-        t_ici, hops = 2 * v / w, 2 * g["hops_ici"]
+        t_ici, hops = 2 * v * (n_ici - 1) / (n_ici * w), 2 * g["hops_ici"]
     elif kind == "all-to-all":
         t_ici, hops = v * g["a2a_ici"], g["hops_ici"]
     else:

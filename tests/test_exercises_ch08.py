@@ -49,9 +49,10 @@ def nvlink_all_reduce(v, n):
 
 
 def v5e_all_reduce(v, tp):
-    """2x2 (tp 4) and 2x4 (tp 8) slices without wraparound; a ring of 16 with it. Both links count: 90 GB/s."""
+    """2x2 (tp 4) and 2x4 (tp 8) slices without wraparound; a ring of 16 with it. Both links count: 90 GB/s;
+    each chip takes in the (tp - 1) / tp of V it lacks, twice (ReduceScatter, then AllGather)."""
     hops = {4: 2, 8: 4, 16: 8}[tp]
-    return max(2 * v / (2 * ICI_V5E), 2 * hops * US)
+    return max(2 * v * (tp - 1) / tp / (2 * ICI_V5E), 2 * hops * US)
 
 
 def v5e_all_to_all_16(v):

@@ -31,8 +31,8 @@ HAND = {
     "9.5": max(38, 40, 50, 33),
     # 9.6: h[4096, 8192] bf16 gathered over 8: V * 7/8, in MB.
     "9.6": 4096 * 8192 * BF16 * 7 / 8 / 1e6,
-    # 9.7: AllGather V / W against 2 (4096 / 8) 8192 2048 / peak.
-    "9.7": (4096 * 8192 * BF16 / V5E_AXIS_8) / (2 * 512 * 8192 * 2048 / V5E_BF16),
+    # 9.7: AllGather V (N - 1) / (N W) with N = 8 against 2 (4096 / 8) 8192 2048 / peak.
+    "9.7": (4096 * 8192 * BF16 * 7 / 8 / V5E_AXIS_8) / (2 * 512 * 8192 * 2048 / V5E_BF16),
     # 9.8: max(1.1e10 / peak, 2.6e8 / HBM) in us: memory-bound.
     "9.8": max(1.1e10 / V5E_BF16, 2.6e8 / V5E_HBM) * 1e6,
     # 9.9: 8 devices x 1.08 GFLOP in 180 ms.

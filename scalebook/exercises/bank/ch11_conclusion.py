@@ -94,10 +94,11 @@ def serve_floor(model, chip, batch, context, dtype, candidates):
          slips={0.5: "a 4x2 slice of v5e has no wraparound links (they exist only on full 16-chip axes): "
                      "the ring sends one way, at half the bidirectional bandwidth",
                 0.25: "V is the gathered output, bf16[8192,4096], not the operand shard",
-                0.75: "the book's TPU formula is V / W; it drops the (N - 1) / N factor",
+                4 / 3: "keep the exact (N - 1) / N factor of chapter 3: each chip already holds its own "
+                       "quarter, so the ring carries 3/4 of V",
                 4.872: "you priced the matmul at its memory time; with 2048 rows it is compute-bound"},
          hint="read the replica groups for the axis (N = 4 over fsdp), take V from the result shape, price the "
-              "AllGather at V / W on that axis of the slice, then divide by the matmul's roofline time")
+              "AllGather at V (N - 1) / (N W) on that axis of the slice, then divide by the matmul's roofline time")
 def gather_over_matmul(line, mesh, chip, shape, batch, d_model, d_ff):
     (c,) = xla.collectives_in_hlo(line, mesh)
     topo = topology.slice(chip, shape, names=tuple(mesh))
