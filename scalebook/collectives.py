@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from . import units
-from .errors import Error, require_non_negative
-from .topology import Axis, Topology
+from .errors import Error, require_non_negative, require_positive
+from .topology import Axis, Topology, _coords, hops as _hops
 
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
 
@@ -248,3 +248,218 @@ def all_to_all(topology: Topology, *, axes: "str | Sequence[str]", bytes_: float
 def permute(topology: Topology, *, axes: "str | Sequence[str]", bytes_: float, **kw) -> CollectiveCost:
     """Each device sends its V/N shard to its neighbour along `axes` (jax.lax.ppermute)."""
     return cost("collective-permute", topology, axes=axes, bytes_=bytes_, **kw)
+
+
+# ------------------------------------------------------------------ more questions of chapter 3
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One message from one chip to another over a single route (`point_to_point`)."""
+
+    hops: int
+    array_bytes: float
+    link_bytes_per_s: float
+    bandwidth_seconds: float
+    latency_seconds: float
+
+    @property
+    def seconds(self) -> float:
+        """max(bandwidth_seconds, latency_seconds), the chapter's convention."""
+        return max(self.bandwidth_seconds, self.latency_seconds)
+
+
+def point_to_point(topology: Topology, src, dst, *, bytes_: float,
+                   hop_latency_seconds: "float | None" = None) -> Transfer:
+    """Time to send `bytes_` from chip `src` to chip `dst` (coordinates per axis) over one route.
+
+    Chapter 3: the message crosses `topology.hops(src, dst)` links, pipelined, so
+    T = max(bytes / W_link, hops x hop latency), W_link the slowest one-way link on the route
+    (the sender uses one link in one direction; splitting it over several routes is not modelled).
+    """
+    h = _hops(topology, src, dst)
+    require_non_negative(bytes_=bytes_)
+    latency = topology.hop_latency_seconds if hop_latency_seconds is None else hop_latency_seconds
+    require_non_negative(hop_latency_seconds=latency)
+    a_, b_ = _coords(topology, src, "src"), _coords(topology, dst, "dst")
+    used = [a for a, x, y in zip(topology.axes, a_, b_) if x != y]
+    w = min((a.one_way_bytes_per_s for a in used), default=math.inf)
+    bw = float(bytes_) / w if used else 0.0
+    return Transfer(hops=h, array_bytes=float(bytes_), link_bytes_per_s=w if used else 0.0,
+                    bandwidth_seconds=bw, latency_seconds=h * latency)
+
+
+@dataclass(frozen=True)
+class GatherToOne:
+    """Collecting every shard of a V-byte array onto one chip (`gather_to_one`)."""
+
+    group_size: int
+    array_bytes: float
+    received_bytes: float
+    ingress_bytes_per_s: float
+    hops: int
+    bandwidth_seconds: float
+    latency_seconds: float
+
+    @property
+    def seconds(self) -> float:
+        return max(self.bandwidth_seconds, self.latency_seconds)
+
+
+def gather_to_one(topology: Topology, *, axes: "str | Sequence[str]", bytes_: float,
+                  hop_latency_seconds: "float | None" = None) -> GatherToOne:
+    """Gather a V-byte array sharded over `axes` onto one chip (jax.device_get of a sharded array, on chip).
+
+    Chapter 3: the receiving chip must take in V (N-1)/N through its own links, so
+    T = V (N-1) / (N x ingress). On a torus axis the best receiver sits mid-ring with a neighbour
+    on each side (one neighbour on an axis of 2): ingress = sum over axes of neighbours x one-way
+    bandwidth, and the farthest shard is N_a // 2 hops away per axis. On a switched network
+    (NVLink, InfiniBand, DCN) ingress is the chip's link W. The result: no faster than an
+    AllGather, which delivers V to every chip in the same time.
+    """
+    group = _axes(topology, axes)
+    require_non_negative(bytes_=bytes_)
+    latency = topology.hop_latency_seconds if hop_latency_seconds is None else hop_latency_seconds
+    require_non_negative(hop_latency_seconds=latency)
+    group = tuple(a for a in group if a.size > 1)
+    n = math.prod(a.size for a in group)
+    v = float(bytes_)
+    if n == 1 or v == 0:
+        return GatherToOne(n, v, 0.0, 0.0, 0, 0.0, 0.0)
+    networks = {a.network for a in group}
+    if len(networks) > 1:
+        raise Error(f"gather_to_one prices axes of one network; {', '.join(a.name for a in group)} span "
+                    f"{', '.join(sorted(networks))}")
+    if networks == {"ici"}:
+        ingress = sum((1 if a.size == 2 else 2) * a.one_way_bytes_per_s for a in group)
+        hop_count = sum(a.size // 2 for a in group)
+    else:
+        ingress = min(a.bytes_per_s for a in group)
+        hop_count = 1
+    received = v * (n - 1) / n
+    return GatherToOne(group_size=n, array_bytes=v, received_bytes=received, ingress_bytes_per_s=ingress,
+                       hops=hop_count, bandwidth_seconds=received / ingress, latency_seconds=hop_count * latency)
+
+
+@dataclass(frozen=True)
+class RingTime:
+    """A ring AllGather, ReduceScatter or AllReduce run one way or both ways round (`ring`)."""
+
+    kind: str
+    size: int
+    bidirectional: bool
+    steps: int
+    bytes_per_link: float
+    bandwidth_seconds: float
+    latency_seconds: float
+
+    @property
+    def seconds(self) -> float:
+        return max(self.bandwidth_seconds, self.latency_seconds)
+
+
+def ring(kind: str, *, size: int, bytes_: float, one_way_bytes_per_s: float, bidirectional: bool = True,
+         hop_latency_seconds: float = 1e-6) -> RingTime:
+    """A closed ring of `size` chips, each link carrying `one_way_bytes_per_s` each way.
+
+    Chapter 3. One way round, N - 1 steps each put V/N on every link: T = V (N-1) / (N W_1).
+    Both ways, each shard goes half way round in each direction (the chip opposite gets half
+    from each side), N // 2 steps and V (N-1) / (2N) per link direction: T = V (N-1) / (2 N W_1),
+    twice as fast. AllReduce doubles both (ReduceScatter then AllGather). A line without a
+    wraparound has the one-way time, with N - 1 steps both ways (the end chip has one link).
+    """
+    kind = canonical_kind(kind)
+    if kind not in ("all-gather", "reduce-scatter", "all-reduce"):
+        raise Error(f"ring prices all-gather, reduce-scatter and all-reduce, not {kind}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise Error(f"size must be a positive integer number of chips, got {size!r}")
+    if not isinstance(bidirectional, bool):
+        raise Error(f"bidirectional must be True or False, got {bidirectional!r}")
+    require_non_negative(bytes_=bytes_, hop_latency_seconds=hop_latency_seconds)
+    require_positive(one_way_bytes_per_s=one_way_bytes_per_s)
+    rounds = 2 if kind == "all-reduce" else 1
+    n = size
+    if n == 1:
+        return RingTime(kind, n, bidirectional, 0, 0.0, 0.0, 0.0)
+    per_link = rounds * float(bytes_) * (n - 1) / n / (2 if bidirectional else 1)
+    steps = rounds * (n // 2 if bidirectional else n - 1)
+    return RingTime(kind=kind, size=n, bidirectional=bidirectional, steps=steps, bytes_per_link=per_link,
+                    bandwidth_seconds=per_link / one_way_bytes_per_s, latency_seconds=steps * hop_latency_seconds)
+
+
+@dataclass(frozen=True)
+class StagedCost:
+    """A collective done in stages (`with_idle_axes`): the stages, their total and the plain cost."""
+
+    stages: tuple[CollectiveCost, ...]
+    plain: CollectiveCost
+
+    @property
+    def seconds(self) -> float:
+        """Stages run one after the other: the sum of their times."""
+        return sum(s.seconds for s in self.stages)
+
+    @property
+    def speedup(self) -> float:
+        """plain.seconds / seconds."""
+        return self.plain.seconds / self.seconds if self.seconds else 1.0
+
+
+def with_idle_axes(kind: str, topology: Topology, *, axes: "str | Sequence[str]", idle: "str | Sequence[str]",
+                   bytes_: float) -> StagedCost:
+    """A collective over `axes` of an array replicated along mesh axes `idle`, using their links too.
+
+    Chapter 3. The copies along `idle` are identical, so each can keep a different 1/N_idle of
+    the array first (a free local slice):
+
+    - AllGather: then gather over `axes` + `idle` together: V (N'-1) / (N' (W_axes + W_idle)).
+    - ReduceScatter: ReduceScatter the slice (V / N_idle) over `axes`, then AllGather the
+      result (V / N_axes) over `idle` to restore the copies.
+    - AllReduce: ReduceScatter the slice (V / N_idle) over `axes`, then AllGather the whole
+      V over `axes` + `idle`.
+    """
+    kind = canonical_kind(kind)
+    if kind not in ("all-gather", "reduce-scatter", "all-reduce"):
+        raise Error(f"with_idle_axes prices all-gather, reduce-scatter and all-reduce, not {kind}")
+    busy = _axes(topology, axes)
+    spare = _axes(topology, idle)
+    overlap = {a.name for a in busy} & {a.name for a in spare}
+    if overlap:
+        raise Error(f"axes {sorted(overlap)} are both busy and idle; name each axis once")
+    names = tuple(a.name for a in busy)
+    idle_names = tuple(a.name for a in spare)
+    n_busy = math.prod(a.size for a in busy)
+    n_idle = math.prod(a.size for a in spare)
+    plain = cost(kind, topology, axes=names, bytes_=bytes_)
+    v = float(bytes_)
+    if kind == "all-gather":
+        stages = (cost("all-gather", topology, axes=names + idle_names, bytes_=v),)
+    elif kind == "reduce-scatter":
+        stages = (cost("reduce-scatter", topology, axes=names, bytes_=v / n_idle),
+                  cost("all-gather", topology, axes=idle_names, bytes_=v / n_busy))
+    else:
+        stages = (cost("reduce-scatter", topology, axes=names, bytes_=v / n_idle),
+                  cost("all-gather", topology, axes=names + idle_names, bytes_=v))
+    return StagedCost(stages=stages, plain=plain)
+
+
+def sparse_all_to_all(topology: Topology, *, axes: "str | Sequence[str]", bytes_: float,
+                      destinations: int) -> CollectiveCost:
+    """An AllToAll in which each chip sends its pieces to only `destinations` of the N - 1 others.
+
+    Chapter 3. V is the array of the dense AllToAll (each piece V / N^2); with k destinations
+    spread evenly over the group, every link carries k / (N - 1) of the dense traffic, so the
+    bandwidth time and the bytes sent scale by k / (N - 1) (a token routed to k of N experts,
+    chapter 4). Hops stay those of the dense exchange.
+    """
+    dense = cost("all-to-all", topology, axes=axes, bytes_=bytes_)
+    n = dense.group_size
+    if isinstance(destinations, bool) or not isinstance(destinations, int) or not 0 <= destinations <= max(n - 1, 0):
+        raise Error(f"destinations must be an integer from 0 to N - 1 = {n - 1}, got {destinations!r}")
+    if n == 1 or destinations == 0:
+        return CollectiveCost("all-to-all", dense.axes, n, dense.array_bytes, 0.0, 0.0, 0, 0.0, 0.0)
+    f = destinations / (n - 1)
+    return CollectiveCost(kind="all-to-all", axes=dense.axes, group_size=n, array_bytes=dense.array_bytes,
+                          bytes_per_device=dense.bytes_per_device * f, bytes_per_link=dense.bytes_per_link * f,
+                          hops=dense.hops, bandwidth_seconds=dense.bandwidth_seconds * f,
+                          latency_seconds=dense.latency_seconds)

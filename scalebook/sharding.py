@@ -175,6 +175,67 @@ def parse(spec: str) -> MatmulSpec:
     return s
 
 
+# ------------------------------------------------------------------------ one sharded array
+
+
+@dataclass(frozen=True)
+class ShardLayout:
+    """Where one sharded array lives (`layout`): its block on each device and how often it is copied.
+
+    Chapter 3: a dimension cut by mesh axes of sizes n_1, n_2... is divided by their product on
+    every device; mesh axes the array does not name hold copies (`replication`).
+    """
+
+    array: str
+    global_shape: tuple[int, ...]
+    local_shape: tuple[int, ...]
+    bytes_per_element: float
+    devices: int
+
+    @property
+    def shards(self) -> int:
+        """Distinct blocks: the product of the sizes of the axes that cut the array."""
+        return math.prod(g // loc for g, loc in zip(self.global_shape, self.local_shape))
+
+    @property
+    def replication(self) -> int:
+        """Devices holding each block: devices / shards."""
+        return self.devices // self.shards
+
+    @property
+    def bytes_per_device(self) -> float:
+        return math.prod(self.local_shape) * self.bytes_per_element
+
+    @property
+    def array_bytes(self) -> float:
+        return math.prod(self.global_shape) * self.bytes_per_element
+
+    @property
+    def total_bytes(self) -> float:
+        """What all devices store together: array_bytes x replication."""
+        return self.bytes_per_device * self.devices
+
+
+def layout(array: str, *, mesh: Mapping[str, int], dims: Mapping[str, int], dtype: str = "bf16") -> ShardLayout:
+    """The local block, bytes per device and replication of an array such as `"A[I_X, J]"` (chapter 3).
+
+    `mesh`: axis name -> size; `dims`: dimension -> size; each axis must divide its dimension.
+    Raises `Error` for bad notation, an unknown axis or dimension, or an axis that does not divide.
+    """
+    if not isinstance(array, str):
+        raise Error(f"array must be a string like 'A[I_X, J]', got {array!r}")
+    op = _parse_operand(array)
+    validate(MatmulSpec(op, Operand(op.name + "_", (), ()), None), mesh, dims)
+    local = tuple(dims[d] // math.prod(mesh[a] for a in ax) for d, ax in zip(op.dims, op.axes))
+    return ShardLayout(array=str(op), global_shape=tuple(dims[d] for d in op.dims), local_shape=local,
+                       bytes_per_element=units.dtype_bytes(dtype), devices=math.prod(mesh.values()))
+
+
+def local_shape(array: str, *, mesh: Mapping[str, int], dims: Mapping[str, int]) -> tuple[int, ...]:
+    """The shape of one device's block of `array` ("A[I_X, J]"): `layout(...).local_shape`."""
+    return layout(array, mesh=mesh, dims=dims).local_shape
+
+
 # ----------------------------------------------------------------------------------- the plan
 
 
@@ -378,12 +439,15 @@ def _other(role: str) -> str:
     return "rhs" if role == "lhs" else "lhs"
 
 
-def _build(ctx: _Context, choose: Callable[[list[str]], str]) -> tuple[_Builder, dict[str, tuple[str, ...]], list[str]]:
-    b = _Builder(ctx, choose)
-    s = ctx.spec
-    # 1. case 4: a mesh axis on a free dimension of both operands.
-    free_l = [d for d in s.lhs.dims if d not in s.contracting]
-    free_r = [d for d in s.rhs.dims if d not in s.contracting]
+def _free_dims(spec: MatmulSpec, role: str) -> list[str]:
+    op = spec.lhs if role == "lhs" else spec.rhs
+    return [d for d in op.dims if d not in spec.contracting]
+
+
+def _gather_one_side_of_free_conflicts(b: _Builder) -> None:
+    """Case 4: a mesh axis on a free dimension of both operands; gather one side (smaller first)."""
+    s, ctx = b.ctx.spec, b.ctx
+    free_l, free_r = _free_dims(s, "lhs"), _free_dims(s, "rhs")
     for axis in ctx.mesh:
         dl = [d for d in free_l if axis in b.sh["lhs"][d]]
         dr = [d for d in free_r if axis in b.sh["rhs"][d]]
@@ -392,64 +456,81 @@ def _build(ctx: _Context, choose: Callable[[list[str]], str]) -> tuple[_Builder,
         opts = ["gather rhs", "gather lhs"]
         if b.local_bytes("lhs") < b.local_bytes("rhs"):
             opts.reverse()
-        pick = choose(opts)
-        role = pick.split()[1]
+        role = b.choose(opts).split()[1]
         d = (dl if role == "lhs" else dr)[0]
         cur = b.sh[role][d]
         b.strategy.append(f"gather {b.names[role]} along {d} (case 4)")
         b.gather(role, d, cur[cur.index(axis):])
-    # 2. contracting dimensions: make both operands shard each one the same way (cases 2, 3).
-    for d in s.contracting:
-        a, r = b.sh["lhs"][d], b.sh["rhs"][d]
-        p = _prefix(a, r)
-        ra, rr = a[len(p):], r[len(p):]
-        if not ra and not rr:
-            continue
-        opts = []
-        if ra and rr:
-            opts.append("gather both")
-        for role, rest, other_rest in (("lhs", ra, rr), ("rhs", rr, ra)):
-            other = _other(role)
-            if rest and not (set(rest) & (b.used(other) - set(other_rest))):
-                opts.append(f"slice {other}" if not other_rest else f"align {other}")
-            if rest and not other_rest:
-                opts.insert(0, f"gather {role}")
-        pick = choose(opts)
-        b.strategy.append(f"{pick.replace('lhs', s.lhs.name).replace('rhs', s.rhs.name)} along {d}")
-        if pick == "gather both":
+
+
+def _contracting_options(b: _Builder, ra: tuple[str, ...], rr: tuple[str, ...]) -> list[str]:
+    """Ways to make both operands cut a contracting dimension alike, the book's first.
+
+    `ra`, `rr`: the axes by which the lhs and the rhs cut it beyond their common prefix."""
+    opts = []
+    if ra and rr:
+        opts.append("gather both")
+    for role, rest, other_rest in (("lhs", ra, rr), ("rhs", rr, ra)):
+        other = _other(role)
+        if rest and not (set(rest) & (b.used(other) - set(other_rest))):
+            opts.append(f"slice {other}" if not other_rest else f"align {other}")
+        if rest and not other_rest:
+            opts.insert(0, f"gather {role}")
+    return opts
+
+
+def _align_contracting(b: _Builder, d: str) -> None:
+    """Cases 2 and 3: make both operands cut contracting dimension `d` the same way."""
+    s = b.ctx.spec
+    a, r = b.sh["lhs"][d], b.sh["rhs"][d]
+    p = _prefix(a, r)
+    ra, rr = a[len(p):], r[len(p):]
+    if not ra and not rr:
+        return
+    pick = b.choose(_contracting_options(b, ra, rr))
+    b.strategy.append(f"{pick.replace('lhs', s.lhs.name).replace('rhs', s.rhs.name)} along {d}")
+    if pick == "gather both":
+        b.gather("lhs", d, ra)
+        b.gather("rhs", d, rr)
+    elif pick.startswith("gather"):
+        role = pick.split()[1]
+        b.gather(role, d, ra if role == "lhs" else rr)
+    else:  # slice / align the other operand to this one's sharding of d
+        other = pick.split()[1]
+        role = _other(other)
+        if other == "lhs" and ra:
             b.gather("lhs", d, ra)
+        if other == "rhs" and rr:
             b.gather("rhs", d, rr)
-        elif pick.startswith("gather"):
-            role = pick.split()[1]
-            b.gather(role, d, ra if role == "lhs" else rr)
-        else:  # slice / align the other operand to this one's sharding of d
-            other = pick.split()[1]
-            role = _other(other)
-            if other == "lhs" and ra:
-                b.gather("lhs", d, ra)
-            if other == "rhs" and rr:
-                b.gather("rhs", d, rr)
-            b.slice(other, d, ra if role == "lhs" else rr, post=False)
-    # 3. the output: natural sharding, partial sums, requested sharding.
-    owner = {d: ("lhs" if d in free_l else "rhs") for d in s.free}
-    partial = [a for d in s.contracting for a in b.sh["lhs"][d]]
-    want = ctx.out.sharding() if ctx.out is not None else {d: b.sh[owner[d]][d] for d in s.free}
-    after_gathers: list[tuple[str, tuple[str, ...]]] = []
-    for d in s.free:
+        b.slice(other, d, ra if role == "lhs" else rr, post=False)
+
+
+def _gathers_for_the_output(b: _Builder, owner: dict[str, str], want: Mapping[str, tuple[str, ...]]
+                            ) -> list[tuple[str, tuple[str, ...]]]:
+    """Where the output wants fewer axes on a free dimension than its operand has: gather the
+    input before the matmul, or the output after it. Returns the gathers left for the output."""
+    after: list[tuple[str, tuple[str, ...]]] = []
+    for d in b.ctx.spec.free:
         n, r = b.sh[owner[d]][d], want[d]
         k = len(_prefix(n, r))
-        if k < len(n):
-            pick = choose(["gather output", "gather input"])
-            if pick == "gather input":
-                b.strategy.append(f"gather {b.names[owner[d]]} along {d} for the output")
-                b.gather(owner[d], d, n[k:])
-            else:
-                b.strategy.append(f"gather {b.names['out']} along {d}")
-                after_gathers.append((d, n[k:]))
-    # extra output axes: slice inputs where free, scatter partial sums, slice the output otherwise
+        if k >= len(n):
+            continue
+        if b.choose(["gather output", "gather input"]) == "gather input":
+            b.strategy.append(f"gather {b.names[owner[d]]} along {d} for the output")
+            b.gather(owner[d], d, n[k:])
+        else:
+            b.strategy.append(f"gather {b.names['out']} along {d}")
+            after.append((d, n[k:]))
+    return after
+
+
+def _extra_output_axes(b: _Builder, owner: dict[str, str], want: Mapping[str, tuple[str, ...]],
+                       partial: list[str], after_gathers: list[tuple[str, tuple[str, ...]]]):
+    """Axes the output wants beyond its operand's: scatter partial sums along them, slice a free
+    input before the matmul, or slice the output after it. Returns (scatter, post_slices)."""
     scatter: dict[str, tuple[str, ...]] = {}
     post_slices: list[tuple[str, tuple[str, ...]]] = []
-    for d in s.free:
+    for d in b.ctx.spec.free:
         n = b.sh[owner[d]][d]
         pending = dict(after_gathers).get(d, ())
         base = n[:len(n) - len(pending)] if pending else n
@@ -462,34 +543,62 @@ def _build(ctx: _Context, choose: Callable[[list[str]], str]) -> tuple[_Builder,
             else:
                 late = True
                 post_slices.append((d, (a,)))
-    # 4. the local matmul
+    return scatter, post_slices
+
+
+def _local_matmul(b: _Builder, owner: dict[str, str]) -> None:
+    """Each device multiplies its blocks: 2 m k n FLOPs at the roofline of its chip."""
+    ctx, s = b.ctx, b.ctx.spec
     b.sh["out"] = {d: b.sh[owner[d]][d] for d in s.free}
-    lhs_local = [ctx.dims[d] / math.prod(ctx.mesh[a] for a in b.sh["lhs"][d]) for d in free_l]
-    rhs_local = [ctx.dims[d] / math.prod(ctx.mesh[a] for a in b.sh["rhs"][d]) for d in free_r]
-    k_local = [ctx.dims[d] / math.prod(ctx.mesh[a] for a in b.sh["lhs"][d]) for d in s.contracting]
-    m_, k_, n_ = math.prod(lhs_local), math.prod(k_local), math.prod(rhs_local)
+
+    def local(role: str, dims) -> float:
+        return math.prod(ctx.dims[d] / math.prod(ctx.mesh[a] for a in b.sh[role][d]) for d in dims)
+
+    m_, n_ = local("lhs", _free_dims(s, "lhs")), local("rhs", _free_dims(s, "rhs"))
+    k_ = local("lhs", s.contracting)
     compute = "bf16" if units.canonical_dtype(ctx.dtype) == "fp32" else ctx.dtype
     r = roofline.op(ctx.chip, flops=2.0 * m_ * k_ * n_,
                     hbm_bytes=(m_ * k_ + k_ * n_ + m_ * n_) * ctx.bytes_per_element,
                     dtype=ctx.chip.compute_dtype(compute))
     b.pre.append(Step("matmul", b.names["out"], (), f"{b.text('lhs')} @ {b.text('rhs')} -> {b.text('out')}",
                       b.text("out"), 0.0, r.hbm_bytes, r.flops, r.lower_seconds, r))
-    # 5. reduce the partial sums: ReduceScatter onto requested axes, AllReduce the rest
+
+
+def _reduce_partial_sums(b: _Builder, partial: list[str], scatter: dict[str, tuple[str, ...]]) -> None:
+    """Case 3's ending: ReduceScatter partial sums onto the axes the output wants, AllReduce the rest."""
     for d, axes in scatter.items():
         before = b.text("out")
         v = b.local_bytes("out")
         b.sh["out"][d] = b.sh["out"][d] + axes
-        c = collectives.cost("reduce-scatter", ctx.topology, axes=axes, bytes_=v)
+        c = collectives.cost("reduce-scatter", b.ctx.topology, axes=axes, bytes_=v)
         b.post.append(Step("reduce-scatter", b.names["out"], axes, before + " (partial)", b.text("out"), v,
                            c.bytes_per_device, 0.0, c.seconds, c))
         b.strategy.append(f"ReduceScatter {b.names['out']} onto {d}")
     rest = tuple(a for a in partial if not any(a in ax for ax in scatter.values()))
     if rest:
         v = b.local_bytes("out")
-        c = collectives.cost("all-reduce", ctx.topology, axes=rest, bytes_=v)
+        c = collectives.cost("all-reduce", b.ctx.topology, axes=rest, bytes_=v)
         b.post.append(Step("all-reduce", b.names["out"], rest, b.text("out") + " (partial)", b.text("out"), v,
                            c.bytes_per_device, 0.0, c.seconds, c))
         b.strategy.append(f"AllReduce {b.names['out']} over {''.join(rest)}")
+
+
+def _build(ctx: _Context, choose: Callable[[list[str]], str]) -> tuple[_Builder, dict[str, tuple[str, ...]], list[str]]:
+    """One plan, rule by rule (chapter 3): case 4, then cases 2 and 3 per contracting dimension,
+    then the output's sharding, the local matmul, and the reduction of partial sums."""
+    b = _Builder(ctx, choose)
+    s = ctx.spec
+    _gather_one_side_of_free_conflicts(b)
+    for d in s.contracting:
+        _align_contracting(b, d)
+    free_l = _free_dims(s, "lhs")
+    owner = {d: ("lhs" if d in free_l else "rhs") for d in s.free}
+    partial = [a for d in s.contracting for a in b.sh["lhs"][d]]
+    want = ctx.out.sharding() if ctx.out is not None else {d: b.sh[owner[d]][d] for d in s.free}
+    after_gathers = _gathers_for_the_output(b, owner, want)
+    scatter, post_slices = _extra_output_axes(b, owner, want, partial, after_gathers)
+    _local_matmul(b, owner)
+    _reduce_partial_sums(b, partial, scatter)
     for d, axes in after_gathers:
         b.gather("out", d, axes, post=True)
     for d, axes in post_slices:

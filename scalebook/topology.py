@@ -371,3 +371,64 @@ def for_chips(chip: "str | Chip", chips: int) -> Topology:
         if shape is not None:
             return slice(c, shape) if slices == 1 else multislice(c, shape, slices=slices)
     raise Error(f"cannot lay {chips} {c.name} chips out as slices of its {c.pod_topology} pod")  # pragma: no cover
+
+
+def _coords(topology: Topology, coords: "Sequence[int] | Mapping[str, int]", what: str) -> tuple[int, ...]:
+    if isinstance(coords, Mapping):
+        unknown = [k for k in coords if k not in topology.names]
+        if unknown:
+            raise Error(f"{what} names unknown axes {unknown}; valid: {', '.join(topology.names)}")
+        coords = tuple(coords.get(n, 0) for n in topology.names)
+    try:
+        coords = tuple(coords)
+    except TypeError:
+        raise Error(f"{what} must be a tuple of coordinates, one per axis ({', '.join(topology.names)}), "
+                    f"got {coords!r}") from None
+    if len(coords) != len(topology.axes):
+        raise Error(f"{what} {coords!r} needs {len(topology.axes)} coordinates, one per axis "
+                    f"({', '.join(topology.names)})")
+    for c, a in zip(coords, topology.axes):
+        if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c < a.size:
+            raise Error(f"coordinate {c!r} on axis {a.name} of {what} must be an integer in 0..{a.size - 1}")
+    return coords
+
+
+def hops(topology: Topology, src: "Sequence[int] | Mapping[str, int]",
+         dst: "Sequence[int] | Mapping[str, int]") -> int:
+    """Fewest link hops from chip `src` to chip `dst` (coordinates per axis, or {axis: coordinate}).
+
+    Chapter 3: on a torus axis of size N the distance is |a - b| without a wraparound and
+    min(|a - b|, N - |a - b|) with one; axes add up (dimension-ordered routing). A switched axis
+    (NVLink, InfiniBand, DCN) counts 1 hop when the coordinates differ.
+    """
+    if not isinstance(topology, Topology):
+        raise Error(f"topology must be a scalebook.topology.Topology, got {type(topology).__name__}")
+    a_, b_ = _coords(topology, src, "src"), _coords(topology, dst, "dst")
+    total = 0
+    for a, x, y in zip(topology.axes, a_, b_):
+        d = abs(x - y)
+        if a.network != "ici":
+            total += int(d > 0)
+        else:
+            total += min(d, a.size - d) if a.wraparound else d
+    return total
+
+
+def bisection_bytes_per_s(topology: Topology) -> float:
+    """Bandwidth across the narrowest cut that splits a TPU torus into two halves, one direction.
+
+    Chapter 3: cutting across axis a (size N_a > 1) severs N / N_a rings, each crossing the cut
+    once without a wraparound and twice with one, every link carrying the one-way ICI bandwidth
+    each way; the bisection is the smallest such cut. Both directions together carry twice this.
+    Raises `Error` for GPU and multislice topologies (their bisection is the switch tree's).
+    """
+    if not isinstance(topology, Topology):
+        raise Error(f"topology must be a scalebook.topology.Topology, got {type(topology).__name__}")
+    if any(a.network != "ici" for a in topology.axes):
+        raise Error(f"bisection_bytes_per_s is for one TPU slice (ICI torus); this {topology.kind} has "
+                    f"{', '.join(sorted({a.link for a in topology.axes}))} axes")
+    n = topology.num_chips
+    cuts = [(n // a.size) * (2 if a.wraparound else 1) * a.one_way_bytes_per_s for a in topology.axes if a.size > 1]
+    if not cuts:
+        raise Error("a single chip has no bisection; use a slice of two or more chips")
+    return float(min(cuts))

@@ -178,3 +178,85 @@ def test_cli_bad_topology_exits_2_with_one_line(capsys):
     assert cli.main(["collective", "AllGather", "--chip", "tpu-v5e", "--topology", "16xq", "--axes", "X",
                      "--bytes", "1e9"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+# --- point to point, gathering onto one chip, rings, idle axes, sparse and multi-axis AllToAll
+
+
+def test_point_to_point_to_the_centre_of_a_16x16_torus_crosses_16_hops():
+    t = col.point_to_point(V5E, (0, 0), (8, 8), bytes_=1e3)
+    assert t.hops == 16  # 8 along each axis, either way round
+    assert t.seconds == pytest.approx(16e-6)  # 1 kB at 45 GB/s is 22 ns: latency-bound
+
+
+def test_point_to_point_of_a_large_message_runs_at_one_links_one_way_bandwidth():
+    t = col.point_to_point(V5E, (0, 0), (0, 1), bytes_=9e9)
+    assert (t.hops, t.seconds) == (1, pytest.approx(9e9 / 4.5e10))
+
+
+def test_gathering_onto_one_chip_is_no_faster_than_an_allgather():
+    # mid-ring receiver: two neighbours at 45 GB/s each take in 15/16 of 1.6 GB
+    g = col.gather_to_one(V5E, axes="X", bytes_=1.6e9)
+    assert g.bandwidth_seconds == pytest.approx(1.5e9 / 9e10)
+    assert g.bandwidth_seconds == pytest.approx(col.all_gather(V5E, axes="X", bytes_=1.6e9).bandwidth_seconds)
+    assert g.hops == 8
+
+
+def test_gathering_onto_one_gpu_runs_at_its_nvlink_ingress():
+    g = col.gather_to_one(topology.gpu_node("h100"), axes="X", bytes_=8e9)
+    assert g.bandwidth_seconds == pytest.approx(7e9 / 450e9)
+
+
+def test_unidirectional_ring_is_twice_as_slow_as_bidirectional():
+    one = col.ring("all-gather", size=8, bytes_=8e9, one_way_bytes_per_s=1e9, bidirectional=False)
+    both = col.ring("all-gather", size=8, bytes_=8e9, one_way_bytes_per_s=1e9)
+    assert (one.steps, one.bandwidth_seconds) == (7, pytest.approx(7.0))  # 7 steps of 1 GB at 1 GB/s
+    assert (both.steps, both.bandwidth_seconds) == (4, pytest.approx(3.5))  # half of each shard each way
+
+
+def test_bidirectional_ring_matches_the_collective_on_a_wrapped_axis():
+    r = col.ring("all-reduce", size=16, bytes_=1e9, one_way_bytes_per_s=4.5e10)
+    assert r.bandwidth_seconds == pytest.approx(col.all_reduce(V5E, axes="X", bytes_=1e9).bandwidth_seconds)
+
+
+def test_idle_axis_nearly_halves_an_allgather():
+    s = col.with_idle_axes("all-gather", V5E, axes="X", idle="Y", bytes_=1e9)
+    assert s.seconds == pytest.approx(1e9 * 255 / 256 / (2 * W))  # one gather over both axes' links
+    assert s.plain.seconds == pytest.approx(1e9 * 15 / 16 / W)
+
+
+def test_idle_axis_allreduce_scatters_a_sixteenth_then_gathers_over_both_axes():
+    s = col.with_idle_axes("all-reduce", V5E, axes="X", idle="Y", bytes_=1.6e9)
+    rs = 1e8 * 15 / 16 / W  # each Y copy reduces its own 1/16 slice over X
+    ag = 1.6e9 * 255 / 256 / (2 * W)
+    assert s.seconds == pytest.approx(rs + ag)
+
+
+def test_idle_axes_must_differ_from_the_busy_ones():
+    with pytest.raises(Error, match="both busy and idle"):
+        col.with_idle_axes("all-gather", V5E, axes="X", idle="X", bytes_=1.0)
+
+
+def test_sparse_alltoall_to_3_of_15_destinations_costs_a_fifth_of_the_dense_one():
+    dense = col.all_to_all(V5E, axes="X", bytes_=1e9)
+    sparse = col.sparse_all_to_all(V5E, axes="X", bytes_=1e9, destinations=3)
+    assert sparse.bandwidth_seconds == pytest.approx(dense.bandwidth_seconds / 5)
+    assert sparse.bytes_per_device == pytest.approx(3 * 1e9 / 256)
+
+
+def test_sparse_alltoall_refuses_more_destinations_than_chips():
+    with pytest.raises(Error, match="N - 1 = 15"):
+        col.sparse_all_to_all(V5E, axes="X", bytes_=1e9, destinations=16)
+
+
+def test_alltoall_over_two_axes_of_a_torus_is_bounded_by_the_bisection():
+    # the cut across X severs 16 X-rings, each crossing it twice at 45 GB/s each way; V/4 crosses each way
+    c = col.all_to_all(V5E, axes=["X", "Y"], bytes_=1e9)
+    assert c.bandwidth_seconds == pytest.approx(1e9 / 4 / (16 * 2 * 4.5e10))
+
+
+def test_alltoall_on_an_odd_ring_counts_the_pairs_across_the_cut():
+    t = topology.slice("tpu-v5p", "4x4x3")  # no wraparound: 3 is not a multiple of 4
+    c = col.all_to_all(t, axes="Z", bytes_=9e9)
+    # 1 x 2 of 9 pieces of V/9 cross the one link between chip 0 and chips 1, 2 (and 2 x 1 back)
+    assert c.bandwidth_seconds == pytest.approx(9e9 * 2 / 9 / t.axis("Z").one_way_bytes_per_s)

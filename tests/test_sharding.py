@@ -91,7 +91,7 @@ def test_case_2_allgathers_the_sharded_operand_first():
     ag = p.collectives[0]
     assert ag.array_bytes == 1024 * 2048 * 2  # the whole of A, gathered
     assert ag.bytes_per_device == pytest.approx(ag.array_bytes * 3 / 4)
-    assert ag.seconds == pytest.approx(ag.array_bytes / 4.5e10)  # 4x2 v5e slice: no wraparound
+    assert ag.seconds == pytest.approx(ag.array_bytes * 3 / 4 / 4.5e10)  # 4x2 v5e slice: no wraparound
 
 
 def test_case_2_alternative_slices_the_other_operand_and_allreduces():
@@ -195,3 +195,20 @@ def test_cli_bad_spec_exits_2_naming_the_token(capsys):
     assert cli.main(["shard-matmul", "A[I_Q, J] @ B[J, K]", "--mesh", "X=4", "--dims", "I=8,J=8,K=8",
                      "--chip", "tpu-v5e"]) == 2
     assert "'Q'" in capsys.readouterr().err
+
+
+def test_layout_of_a_row_sharded_array_on_a_4x2_mesh():
+    lay = sharding.layout("A[I_X, J]", mesh={"X": 4, "Y": 2}, dims={"I": 256, "J": 512}, dtype="fp32")
+    assert lay.local_shape == (64, 512)
+    assert (lay.shards, lay.replication) == (4, 2)  # Y is not named: two copies of each block
+    assert lay.bytes_per_device == 64 * 512 * 4
+    assert lay.total_bytes == 2 * 256 * 512 * 4
+
+
+def test_local_shape_splits_a_dimension_over_two_axes():
+    assert sharding.local_shape("W[D_XZ, F]", mesh={"X": 4, "Y": 2, "Z": 2}, dims={"D": 64, "F": 8}) == (8, 8)
+
+
+def test_layout_refuses_an_axis_that_does_not_divide():
+    with pytest.raises(Error, match="do not divide"):
+        sharding.layout("A[I_X, J]", mesh={"X": 3}, dims={"I": 256, "J": 4})

@@ -114,3 +114,37 @@ def test_any_bad_slice_string_raises_scalebook_error_or_gives_a_slice(text):
     except Error:
         return
     assert t.num_chips >= 1
+
+
+def test_far_corner_of_a_wrapped_16x16_is_two_hops_and_the_centre_sixteen():
+    t = topology.slice("tpu-v5e", "16x16")
+    assert topology.hops(t, (0, 0), (15, 15)) == 2
+    assert topology.hops(t, (0, 0), {"X": 8, "Y": 8}) == 16
+
+
+def test_hops_without_a_wraparound_walk_the_line():
+    t = topology.slice("tpu-v5e", "4x4")
+    assert topology.hops(t, (0, 0), (3, 3)) == 6
+
+
+def test_hops_refuse_a_coordinate_off_the_slice():
+    with pytest.raises(Error, match="0..3"):
+        topology.hops(topology.slice("tpu-v5e", "4x4"), (0, 0), (4, 0))
+
+
+def test_bisection_of_a_16x16_v5e_torus():
+    # cut across X: 16 rings, each crossing twice, 45 GB/s each way per link
+    assert topology.bisection_bytes_per_s(topology.slice("tpu-v5e", "16x16")) == pytest.approx(16 * 2 * 45e9)
+
+
+def test_bisection_of_a_slice_takes_the_narrowest_cut():
+    # 8x16 v5e: across X (no wrap) 16 links; across Y (wrap) 8 rings x 2 = 16 links
+    assert topology.bisection_bytes_per_s(topology.slice("tpu-v5e", "8x16")) == pytest.approx(16 * 45e9)
+    # 4x4x8 v5p (full cubes, all wrap): across Z 16 rings x 2 = 32 links, the narrowest
+    v5p = topology.slice("tpu-v5p", "4x4x8")
+    assert topology.bisection_bytes_per_s(v5p) == pytest.approx(32 * v5p.chip.ici_one_way_bytes_per_s)
+
+
+def test_bisection_refuses_gpu_networks():
+    with pytest.raises(Error, match="ICI torus"):
+        topology.bisection_bytes_per_s(topology.gpu_node("h100"))
