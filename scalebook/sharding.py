@@ -23,8 +23,10 @@ The four cases (per contracting dimension J, and per mesh axis of the free dimen
    be sharded twice along one axis); AllGather one side along that axis (the smaller one).
 
 `plan` returns the book's plan and, in `Plan.alternatives`, the other valid decompositions.
-XLA often, not always, picks the one whose collectives handle the fewest bytes (`Plan.cheapest`):
-on CPU it gathers A when A's other dimension is replicated, even where reducing would be cheaper
+XLA's partitioner compares the sizes of the arrays the collectives produce or reduce (summed V,
+`Plan.cheapest`), not the bytes each device sends (`Plan.fewest_sent`): an AllReduce sends about
+2V and an AllGather about V, so for J/2 < K < J it reduces C where gathering A would send less.
+On CPU it also gathers A when the output is replicated, even where reducing would be cheaper
 (`xla.xla_choice`; TOOLCHAIN.md, note 14, chapter 3).
 """
 from __future__ import annotations
@@ -284,7 +286,8 @@ class Plan:
     `seconds` adds the steps up (no overlap); `overlapped_seconds` is max(compute, comm), the
     bound when the collectives hide behind the matmul. `alternatives` are the other valid
     decompositions, all ending in the same output sharding; `cheapest` is the one collecting the
-    fewest bytes (summed V), which is usually but not always what XLA compiles (`xla.xla_choice`).
+    fewest bytes (summed V), which is usually but not always what XLA compiles (`xla.xla_choice`);
+    `fewest_sent` the one whose devices send the fewest bytes.
     """
 
     spec: MatmulSpec
@@ -328,10 +331,17 @@ class Plan:
         return sum(s.array_bytes for s in self.collectives)
 
     @property
+    def fewest_sent(self) -> "Plan":
+        """This plan or an alternative, whichever sends the fewest bytes per device
+        (`comm_bytes_per_device`; the book's plan wins ties). Not XLA's criterion: see `cheapest`."""
+        return min((self,) + self.alternatives, key=lambda p: p.comm_bytes_per_device)
+
+    @property
     def cheapest(self) -> "Plan":
-        """This plan or an alternative, whichever collects the fewest bytes (`comm_array_bytes`;
-        the book's plan wins ties). XLA's SPMD partitioner often picks this one, but on CPU it
-        gathers instead when the output is replicated (`xla.xla_choice`; TOOLCHAIN.md, note 14)."""
+        """This plan or an alternative, whichever collects the fewest bytes (`comm_array_bytes`, the
+        summed sizes V of the arrays gathered or reduced; the book's plan wins ties). This is what
+        XLA's SPMD partitioner compares, so it may send more than `fewest_sent` (chapter 3); on CPU
+        it gathers instead when the output is replicated (`xla.xla_choice`; TOOLCHAIN.md, note 14)."""
         return min((self,) + self.alternatives, key=lambda p: p.comm_array_bytes)
 
     def __repr__(self) -> str:

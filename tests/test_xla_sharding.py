@@ -94,6 +94,16 @@ def test_case_2_compiles_slice_and_allreduce_when_the_output_is_smaller():
     assert xla.signature(c)[0][:2] == ("all-reduce", ("X",))
 
 
+def test_xla_compares_array_sizes_not_bytes_sent():
+    # J/2 < K < J: C[I_X, K] (256/4 x 384) is smaller than A's gathered block (256/4 x 512), so XLA
+    # reduces C -- but an AllReduce sends 2V(N-1)/N = 98,304 B per device where gathering A sends
+    # V(N-1)/N = 65,536 B.
+    p, c = predicted_and_compiled("A[I_X, J_Y] @ B[J, K] -> C[I_X, K]", dims={"I": 256, "J": 512, "K": 384})
+    assert xla.signature(c) == (("all-reduce", ("Y",), 64 * 384 * 4, 64 * 384 * 4),)
+    assert p.fewest_sent is p and p.comm_bytes_per_device == 64 * 512 * 4 / 2
+    assert xla.xla_choice(p) is p.cheapest is not p.fewest_sent
+
+
 def test_case_2_with_a_replicated_output_always_gathers():
     p, c = predicted_and_compiled("A[I, J_X] @ B[J, K]", dims={"I": 64, "J": 1024, "K": 64})
     assert p.cheapest is not p  # reducing C would move fewer bytes ...
