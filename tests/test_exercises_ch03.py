@@ -6,31 +6,47 @@ from scalebook.exercises import check, get, problems
 # id -> hand-derived key in the problem's unit. v5e: 45 GB/s one way per ICI link, 90 GB/s both
 # ways (the W of a ring with a wraparound), 197 TFLOP/s bf16; H100: 450 GB/s NVLink egress.
 HAND = {
-    # 8192 x 16384 x 2 B gathered over a 16-long wraparound axis: V / 90 GB/s, in ms
-    "3.1": 8192 * 16384 * 2 / 90e9 * 1e3,
-    # 0.5e9 x 2 B AllReduced: 2 V / 90 GB/s, in ms
-    "3.2": 2 * 0.5e9 * 2 / 90e9 * 1e3,
-    # 16 // 2 = 8 hops x 1 us x 90 GB/s, in kB
-    "3.3": 8 * 1e-6 * 90e9 / 1e3,
-    # D* = 2 N peak / W = 2 x 16 x 197e12 / 90e9
-    "3.4": 2 * 16 * 197e12 / 90e9,
-    # 2 GB / (4 x 90 GB/s), in ms
+    # 8192 x 16384 x 2 B gathered over a 16-long wraparound axis: V (15/16) / 90 GB/s, in ms
+    "3.1": 8192 * 16384 * 2 * 15 / 16 / 90e9 * 1e3,
+    # 0.5e9 x 2 B AllReduced over 16: 2 V (15/16) / 90 GB/s, in ms
+    "3.2": 2 * 0.5e9 * 2 * 15 / 16 / 90e9 * 1e3,
+    # 16 // 2 = 8 hops x 1 us = V (15/16) / 90 GB/s, in kB
+    "3.3": 8 * 1e-6 * 90e9 * 16 / 15 / 1e3,
+    # 2BDF / (N peak) = 2 (2BF) (N - 1) / (N W)  ->  D* = 2 (N - 1) peak / W = 2 x 15 x 197e12 / 90e9
+    "3.4": 2 * 15 * 197e12 / 90e9,
+    # 2 GB / (4 x 90 GB/s), in ms (16 is even: exactly a quarter crosses the cut)
     "3.5": 2e9 / (4 * 90e9) * 1e3,
-    # 4096 x 16384 x 2 B over two wraparound axes: V / (90 + 90 GB/s), in us
-    "3.6": 4096 * 16384 * 2 / 180e9 * 1e6,
+    # 4096 x 16384 x 2 B over two wraparound axes of 256 chips: V (255/256) / (90 + 90 GB/s), in us
+    "3.6": 4096 * 16384 * 2 * 255 / 256 / 180e9 * 1e6,
     # 2 x 1.4 GB x 7/8 / 450 GB/s, in ms
     "3.7": 2 * 0.7e9 * 2 * 7 / 8 / 450e9 * 1e3,
     # 2048 x 1024 x 4 B x 3/4, in MB
     "3.8": 2048 * 1024 * 4 * 3 / 4 / 1e6,
-    # 8-long axis of an 8x16 v5e has no wraparound: V / 45 GB/s, in ms
-    "3.9": 8192 * 16384 * 2 / 45e9 * 1e3,
+    # 8-long axis of an 8x16 v5e has no wraparound: V (7/8) / 45 GB/s, in ms
+    "3.9": 8192 * 16384 * 2 * 7 / 8 / 45e9 * 1e3,
+    # W[D_XZ, F]: D / (4 x 2) rows, all of F, 2 bytes, in MB
+    "3.10": 8192 / 8 * 28672 * 2 / 1e6,
+    # X: 13 apart or 3 the other way round; Y: 9 apart or 7 the other way: 3 + 7
+    "3.11": 3 + 7,
+    # one AllGather over X and Y (256 chips, 90 + 90 GB/s) of 8192 x 32768 x 2 B, in ms
+    "3.12": 8192 * 32768 * 2 * 255 / 256 / 180e9 * 1e3,
+    # dense 256 MB / (4 x 90 GB/s), times 3 of 15 destinations, in us
+    "3.13": 256e6 / (4 * 90e9) * 3 / 15 * 1e6,
+    # option C: local matmul 256 x 2048 x 8192 at its roofline (compute 2 x 256 x 2048 x 8192 / 197e12;
+    # HBM (256 x 2048 + 2048 x 8192 + 256 x 8192) x 2 B / 820e9 is larger), then ReduceScatter over X (no
+    # wraparound) of Out's partial [256, 8192] bf16: V (3/4) / 45 GB/s
+    "3.14": ((256 * 2048 + 2048 * 8192 + 256 * 8192) * 2 / 820e9 + 256 * 8192 * 2 * 3 / 4 / 45e9) * 1e6,
+    # the ReduceScatter of the weight gradient, V = 8192 x 32768 x 2 B, over 16 with a wraparound, in ms
+    "3.15": 8192 * 32768 * 2 * 15 / 16 / 90e9 * 1e3,
+    # XLA reduces C: AllReduce over Y (N = 2) of C's block [64, 384] fp32: 2 V (1/2) = V, in kB
+    "3.16": 64 * 384 * 4 / 1e3,
 }
 
 IDS = sorted(HAND, key=lambda s: int(s.split(".")[1]))
 
 # Expected words in the hint for an answer 2x, 1000x and 8x the key.
 HINT_X2 = {"3.2": "ReduceScatter", "3.4": "2 FLOPs", "3.5": "each shard", "3.6": "two axes",
-           "3.7": "twice", "3.9": "wraparound"}
+           "3.7": "twice", "3.9": "wraparound", "3.10": "Y is not named", "3.15": "transpose"}
 HINT_X8 = {"3.7": "per chip vs total", "3.9": "per chip vs total"}
 
 
@@ -74,6 +90,18 @@ def test_problem_specific_slips():
     assert "(N - 1)/N" in check("3.8", HAND["3.8"] * 4 / 3).message
     assert "(N - 1)/N" in check("3.7", HAND["3.7"] * 8 / 7).message
     assert "total" in check("3.1", 16 * HAND["3.1"]).message
+    assert "plain AllGather over X" in check("3.12", HAND["3.12"] * 480 / 255).message
+    assert "3/15" in check("3.13", 5 * HAND["3.13"]).message
+    assert "reduces C" in check("3.16", 64 * 512 * 4 / 2 / 1e3).message
+
+
+def test_the_fastest_layout_is_the_reduce_scatter():
+    from scalebook import sharding
+    from scalebook.exercises.bank.ch03_sharding import MIN_LATENCY_OPTIONS
+
+    times = [sharding.plan(o, mesh={"X": 4, "Y": 2}, dims={"B": 256, "D": 8192, "F": 16384}, chip="tpu-v5e").seconds
+             for o in MIN_LATENCY_OPTIONS]
+    assert min(times) == times[2] and sorted(times)[1] > 1.1 * times[2]  # a clear choice
 
 
 def test_answers_with_units_are_parsed():

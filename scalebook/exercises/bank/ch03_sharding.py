@@ -1,7 +1,7 @@
 """Problems of chapter 3 (Sharded matrices and collectives): keys from `collectives` and `topology`."""
 from __future__ import annotations
 
-from ... import collectives, topology, units
+from ... import collectives, sharding, topology, units
 from ...hardware import chip
 from ..problem import problem
 
@@ -10,7 +10,7 @@ _MS, _US = 1e-3, 1e-6
 
 @problem("3.1", title="Gathering an activation along one axis", unit="ms", chips=16,
          rows=8192, cols=16384, dtype="bf16", chip_name="tpu-v5e", shape="16x16", axis="X",
-         hint="V is the gathered array's bytes; on a ring with a wraparound T = V / W_bidi, whatever the axis size")
+         hint="V is the gathered array's bytes; on a ring with a wraparound T = V (N - 1) / (N W_bidi), about V / W_bidi")
 def allgather_one_axis(rows, cols, dtype, chip_name, shape, axis):
     v = rows * cols * units.dtype_bytes(dtype)
     return collectives.all_gather(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS
@@ -19,7 +19,7 @@ def allgather_one_axis(rows, cols, dtype, chip_name, shape, axis):
 @problem("3.2", title="Summing gradients with an AllReduce", unit="ms", chips=16,
          params=0.5e9, dtype="bf16", chip_name="tpu-v5e", shape="16x16", axis="Y",
          slips={2: "off by 2: an AllReduce is a ReduceScatter followed by an AllGather, each costing V / W"},
-         hint="AllReduce = ReduceScatter + AllGather")
+         hint="AllReduce = ReduceScatter + AllGather: 2 V (N - 1) / (N W)")
 def allreduce_gradients(params, dtype, chip_name, shape, axis):
     v = params * units.dtype_bytes(dtype)
     return collectives.all_reduce(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS
@@ -27,7 +27,7 @@ def allreduce_gradients(params, dtype, chip_name, shape, axis):
 
 @problem("3.3", title="Where latency stops mattering", unit="kB",
          chip_name="tpu-v5e", shape="16x16", axis="X",
-         hint="set V / W equal to (hops x 1 us); a ring of N with a wraparound needs N // 2 hops")
+         hint="set V (N - 1) / (N W) equal to (hops x 1 us); a ring of N with a wraparound needs N // 2 hops")
 def latency_crossover(chip_name, shape, axis):
     topo = topology.slice(chip_name, shape)
     one = collectives.all_gather(topo, axes=axis, bytes_=1.0)  # 1 byte: bandwidth time per byte
@@ -37,7 +37,7 @@ def latency_crossover(chip_name, shape, axis):
 @problem("3.4", title="When a contracting-dim AllReduce hides behind compute", unit="",
          chip_name="tpu-v5e", shape="16x16", axis="X", batch=8192, d_ff=8192, dtype="bf16",
          slips={2: "off by 2: count 2 FLOPs per multiply-add and the AllReduce as 2V / W"},
-         hint="compute 2BDF / (N x peak) against AllReduce 2 x (2BF bytes) / W; B and F cancel")
+         hint="compute 2BDF / (N x peak) against AllReduce 2 (2BF bytes) (N - 1) / (N W); B and F cancel")
 def comm_compute_balance(chip_name, shape, axis, batch, d_ff, dtype):
     topo = topology.slice(chip_name, shape)
     n = topo.axis(axis).size
@@ -59,7 +59,7 @@ def alltoall_tokens(bytes_, chip_name, shape, axis):
 @problem("3.6", title="Gathering weights over both axes of a pod", unit="us", chips=256,
          d_model=4096, d_ff=16384, dtype="bf16", chip_name="tpu-v5e", shape="16x16", axes=("X", "Y"),
          slips={2: "off by 2: gathering over two axes uses the links of both, so it runs twice as fast as one axis"},
-         hint="over k equal axes, T = V / (k W)")
+         hint="over k equal axes of N chips in all, T = V (N - 1) / (N k W)")
 def allgather_two_axes(d_model, d_ff, dtype, chip_name, shape, axes):
     v = d_model * d_ff * units.dtype_bytes(dtype)
     return collectives.all_gather(topology.slice(chip_name, shape), axes=axes, bytes_=v).seconds / _US
@@ -88,7 +88,75 @@ def allgather_bytes_per_device(rows, cols, dtype, mesh_axis_size):
 @problem("3.9", title="The same AllGather without a wraparound", unit="ms", chips=8,
          rows=8192, cols=16384, dtype="bf16", chip_name="tpu-v5e", shape="8x16", axis="X",
          slips={2: "off by 2: the 8-long axis of a v5e 8x16 has no wraparound, so only one-way bandwidth is usable"},
-         hint="without a wraparound, W is about the one-way link bandwidth")
+         hint="without a wraparound, W is the one-way link bandwidth: V (N - 1) / (N W_one_way)")
 def allgather_no_wrap(rows, cols, dtype, chip_name, shape, axis):
     v = rows * cols * units.dtype_bytes(dtype)
     return collectives.all_gather(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS
+
+
+@problem("3.10", title="What one device stores", unit="MB", mesh={"X": 4, "Y": 2, "Z": 2},
+         array="W[D_XZ, F]", dims={"D": 8192, "F": 28672}, dtype="bf16",
+         slips={2: "off by 2: Y is not named, so each block is a copy and the array divides by 8, not 16"},
+         hint="divide each dimension by the sizes of the axes under it; unnamed axes hold copies")
+def bytes_per_device(mesh, array, dims, dtype):
+    return sharding.layout(array, mesh=mesh, dims=dims, dtype=dtype).bytes_per_device / 1e6
+
+
+@problem("3.11", title="Hops to a distant chip", unit="hop", rel_tol=1e-9, chip_name="tpu-v5e", shape="16x16",
+         src=(1, 2), dst=(14, 11),
+         hint="along each axis of a wraparound ring of N, the distance is min(|a - b|, N - |a - b|)")
+def hops_to_chip(chip_name, shape, src, dst):
+    return topology.hops(topology.slice(chip_name, shape), src, dst)
+
+
+@problem("3.12", title="Borrowing an idle axis", unit="ms", chip_name="tpu-v5e", shape="16x16",
+         d_model=8192, d_ff=32768, dtype="bf16", axis="X", idle="Y",
+         slips={480 / 255: "that is the plain AllGather over X alone: the copies along Y can each "
+                                      "take a different slice first, then gather over both axes"},
+         hint="slice the copies along Y for free, then one AllGather over X and Y: V (N - 1) / (N (W_X + W_Y))")
+def idle_axis_gather(chip_name, shape, d_model, d_ff, dtype, axis, idle):
+    v = d_model * d_ff * units.dtype_bytes(dtype)
+    topo = topology.slice(chip_name, shape)
+    return collectives.with_idle_axes("all-gather", topo, axes=axis, idle=idle, bytes_=v).seconds / _MS
+
+
+@problem("3.13", title="An AllToAll with few destinations", unit="us", chip_name="tpu-v5e", shape="16x16",
+         axis="X", bytes_=256e6, destinations=3,
+         slips={5: "off by 5: each chip sends to 3 of its 15 peers, so the links carry 3/15 of the dense traffic"},
+         hint="dense AllToAll V / (4 W) on a ring with a wraparound, times destinations / (N - 1)")
+def sparse_alltoall(chip_name, shape, axis, bytes_, destinations):
+    topo = topology.slice(chip_name, shape)
+    return collectives.sparse_all_to_all(topo, axes=axis, bytes_=bytes_, destinations=destinations).seconds / _US
+
+
+MIN_LATENCY_OPTIONS = ("In[B, D_X] @ W[D_X, F_Y] -> Out[B, F_Y]",
+                       "In[B_X, D] @ W[D_X, F_Y] -> Out[B_X, F_Y]",
+                       "In[B, D_X] @ W[D_X, F_Y] -> Out[B_X, F_Y]")
+
+
+@problem("3.14", title="The fastest layout for one layer", unit="us", chip_name="tpu-v5e",
+         mesh={"X": 4, "Y": 2}, dims={"B": 256, "D": 8192, "F": 16384}, dtype="bf16", options=MIN_LATENCY_OPTIONS,
+         hint="price each option: its collectives (exact (N - 1)/N, no wraparound on a 4x2 slice) plus the local "
+              "matmul's roofline time, and keep the smallest")
+def min_latency_layout(chip_name, mesh, dims, dtype, options):
+    return min(sharding.plan(o, mesh=mesh, dims=dims, chip=chip_name, dtype=dtype).seconds for o in options) / _US
+
+
+@problem("3.15", title="The backward pass of a weight gather", unit="ms", chip_name="tpu-v5e", shape="16x16",
+         axis="X", d_model=8192, d_ff=32768, dtype="bf16",
+         slips={2: "off by 2: the transpose of an AllGather is a ReduceScatter, not an AllReduce"},
+         hint="the gradient of an AllGather is a ReduceScatter of the same V: the same time as the forward gather")
+def backward_of_gather(chip_name, shape, axis, d_model, d_ff, dtype):
+    v = d_model * d_ff * units.dtype_bytes(dtype)
+    return collectives.reduce_scatter(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS
+
+
+@problem("3.16", title="What XLA sends", unit="kB", spec="A[I_X, J_Y] @ B[J, K] -> C[I_X, K]",
+         mesh={"X": 4, "Y": 2}, dims={"I": 256, "J": 512, "K": 384}, dtype="fp32",
+         slips={2 / 3: "that is what gathering A sends; XLA compares the sizes of the arrays, and C's block is "
+                       "smaller than A's gathered block, so it reduces C"},
+         hint="XLA picks the decomposition whose gathered or reduced arrays are smaller in total; then count "
+              "what each device sends for it (an AllReduce sends 2 V (N - 1) / N)")
+def xla_sends(spec, mesh, dims, dtype):
+    p = sharding.plan(spec, mesh=mesh, dims=dims, chip="tpu-v5e", dtype=dtype)
+    return p.cheapest.comm_bytes_per_device / 1e3
