@@ -15,8 +15,10 @@ all either way; what changes is how many link directions carry them at once.
     one-way ring:  T = (N - 1) (V/N) / W_1         (W_1: one direction of one link)
     both ways:     T = ceil((N - 1)/2) (V/N) / W_1  =  V / W  for even N  (W = 2 W_1)
 
-The second is chapter 3's `collectives.cost` for a torus axis with a wraparound: AllGather =
-ReduceScatter = V/W, AllReduce = 2V/W (a ReduceScatter, then an AllGather of its result).
+The second is chapter 3's large-N form for a torus axis with a wraparound: AllGather =
+ReduceScatter = V/W, AllReduce = 2V/W (a ReduceScatter, then an AllGather of its result);
+`collectives.cost` keeps the exact V (N - 1)/(N W), reached by splitting the opposite chip's
+block between the two directions, which these whole-block rings do not.
 Without a wraparound the ring's closing edge crosses the whole line, sharing every link with
 the other direction, so going both ways buys nothing (`ring_cost`).
 
@@ -232,8 +234,9 @@ def ring_cost(kind: str, topology: Any, *, axis: str, bytes_: float, bidirection
     """Time of `ring_all_gather` / `ring_reduce_scatter` / `ring_all_reduce` of V = `bytes_` on
     `axis` of `topology` (see `RingCost` and the module docstring).
 
-    With a wraparound and both directions this is chapter 3's `collectives.cost` (V/W, 2V/W),
-    up to its dropped (N - 1)/N for odd N; one way it is (N - 1)/N x 2 of it.
+    With a wraparound and both directions this is chapter 3's large-N form (V/W, 2V/W): the
+    opposite chip's block travels whole one way, N/(N - 1) times `collectives.cost`, which splits
+    it between the two directions; one way it is 2 (N - 1)/N times V/W.
     """
     kind = _kind(kind)
     if kind not in COLLECTIVES:
