@@ -14,7 +14,7 @@ How bandwidths are counted (the single most common source of factor-2 slips):
   (AllGather over one axis takes about V / W_ici).
 - GPU `ici_one_way_bytes_per_s`: NVLink egress of one GPU in one direction (450 GB/s on H100),
   the `W` of GPU collective formulas (AllGather about V / W). GPUs have no separate bidi figure.
-- `pcie_bytes_per_s`: host to HBM, one direction, per chip.
+- `pcie_bytes_per_s`: host to HBM, one direction, per chip (GB200: its NVLink-C2C link to Grace).
 - `dcn_bytes_per_s`: per-chip share of the data-center network (TPU: host NIC / chips per host;
   GPU: InfiniBand node egress / GPUs per node).
 
@@ -202,7 +202,8 @@ def _gpu_figures(key: str) -> tuple[dict, dict[str, str], str]:
                  peak_bf16_flops_per_s=rack["gpu_peak_bf16_flops_per_s"],
                  peak_fp8_int8_ops_per_s=rack["gpu_peak_fp8_flops_per_s"],
                  peak_fp4_flops_per_s=rack["gpu_peak_fp4_flops_per_s"],
-                 hbm_capacity_bytes=rack["gpu_hbm_capacity_bytes"], hbm_bw_bytes_per_s=rack["gpu_hbm_bw_bytes_per_s"])
+                 hbm_capacity_bytes=rack["gpu_hbm_capacity_bytes"], hbm_bw_bytes_per_s=rack["gpu_hbm_bw_bytes_per_s"],
+                 pcie_bw_bytes_per_s=rack["host_link_bytes_per_s"])
         sources["SMs and caches"] = f"B200 figures ({rack['composition']})"
         sources.update(rack.get("sources", {}))
         return d, sources, rack["notes"]
