@@ -218,6 +218,7 @@ def hierarchical_all_reduce(chip: "str | Chip", bytes_: float, *, nodes: int, sh
     2. AllReduce of the V/g shards across domains, one GPU per domain per shard, each on its own
        NIC: 2 (V/g)(M-1) / (M W_ib) (or (V/g) / W_ib with SHARP in the InfiniBand switches).
     3. AllGather in each domain: V (g-1) / (g W_nvl).
+
     With `sharp`, stages 1 and 3 become one NVLink SHARP AllReduce in the domain (V / W_nvl),
     split evenly between them.
     """
@@ -244,6 +245,7 @@ def hierarchical_all_gather(chip: "str | Chip", bytes_: float, *, nodes: int) ->
 
     1. Across domains, GPUs of the same local rank gather their V/g slab: (V/g)(M-1) / (M W_ib).
     2. In each domain, the GPUs gather the slabs: V (g-1) / (g W_nvl).
+
     A ReduceScatter is the same two stages in reverse order and costs the same.
     """
     c, g, w_nvl, w_ib = _hier_setup(chip, bytes_, nodes)
@@ -314,6 +316,7 @@ def parallelism_limits(chip: "str | Chip", *, d_model: int) -> ParallelismLimits
     - TP in a node: tp <= 9 D W_nvl / (b C) for a standard layer (`training`'s rule, P = 12 D^2).
     - EP: F_e >= (2 b / 9) C / W on NVLink in a node, on W_ib across nodes.
     - PP across nodes: `pipeline_min_layers_per_stage`.
+
     Chapter 2b.
     """
     from .training import min_expert_width, rule_of_thumb_batch_per_chip
