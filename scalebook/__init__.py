@@ -24,6 +24,7 @@ _LAZY = ("topology", "collectives", "sharding", "models", "transformer", "strate
          "planner", "inference", "serving", "xla", "measure", "plots",
          "exercises", "grading", "notebook", "jax_layer", "jax_training", "jax_decode", "cli", "runs", "serving_results", "profile")
 _LAZY += ("jax_collectives",)  # chapter 10
+_LAZY += ("memory_levels", "gpu_network")  # chapter 2b
 
 __all__ = [
     "Error", "Chip", "chip", "chip_names", "chips", "format_quantity", "parse_quantity",

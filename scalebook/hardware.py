@@ -1,4 +1,4 @@
-"""Accelerator specs: TPU v4p/v5e/v5p/v6e/7x and NVIDIA A100/H100/H200/B200/GB200.
+"""Accelerator specs: TPU v4p/v5e/v5p/v6e/7x and NVIDIA A100/H100/H200/B200/GB200 (plus the H800).
 
 Every figure comes from `data/hardware_specs.json`, itself gathered from the spec tables of
 Austin et al., *How to Scale Your Model* (2025), parts 2 and 12, and the vendors' datasheets;
@@ -14,9 +14,15 @@ How bandwidths are counted (the single most common source of factor-2 slips):
   (AllGather over one axis takes about V / W_ici).
 - GPU `ici_one_way_bytes_per_s`: NVLink egress of one GPU in one direction (450 GB/s on H100),
   the `W` of GPU collective formulas (AllGather about V / W). GPUs have no separate bidi figure.
-- `pcie_bytes_per_s`: host to HBM, one direction, per chip.
+- `pcie_bytes_per_s`: host to HBM, one direction, per chip (GB200: its NVLink-C2C link to Grace).
 - `dcn_bytes_per_s`: per-chip share of the data-center network (TPU: host NIC / chips per host;
   GPU: InfiniBand node egress / GPUs per node).
+
+Inside a chip, `microarchitecture(name)` (also `chip(name).micro`) gives the parts: TensorCores,
+MXUs and their size, VPU, VMEM (TPU); SMs, tensor cores, CUDA cores, registers, shared memory, L2
+and TMEM (GPU). Figures a vendor has not published are None. HBM capacities published in GiB are
+stored as GiB x 2**30 bytes. GPU spec sheets quote tensor-core peaks with 2:4 sparsity;
+`dense_flops_per_s` converts them (chapter 2b).
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ from typing import Mapping
 
 from . import units
 from ._data import load
-from .errors import Error
+from .errors import Error, require_non_negative, require_positive
 
 #: Short citation of where the figures come from; keys match `book/references.bib`.
 BOOK = "Austin et al. 2025, How to Scale Your Model"
@@ -42,6 +48,11 @@ _GPU_KEYS = {"a100": "A100", "h100": "H100", "h200": "H200", "b200": "B200", "gb
 
 _TPU_SOURCE = f"{BOOK}, Part 2 (TPUs) spec tables; Google Cloud TPU system architecture docs"
 _GPU_SOURCE = f"{BOOK}, Part 12 (GPUs) spec tables; NVIDIA datasheets"
+#: Export variants: looked up by `chip()` but not listed by `chips()` (they share a die with a listed chip).
+_VARIANT_KEYS = {"h800": "H800"}
+
+#: Structured sparsity of NVIDIA tensor cores: 2 non-zeros kept in every 4 weights.
+SPARSITY_PATTERNS = {"2:4": (2, 4)}
 
 # Dtypes a matmul may be computed in when the chip has no peak of its own for that dtype.
 _FALLBACK = {"int4": "int8", "fp4": "fp8", "fp8": "bf16", "int8": "bf16", "fp16": "bf16"}
@@ -82,6 +93,11 @@ class Chip:
     @property
     def is_tpu(self) -> bool:
         return self.vendor == "Google"
+
+    @property
+    def micro(self) -> "Microarchitecture":
+        """The parts inside the chip (cores, matrix units, on-chip memories): `microarchitecture`."""
+        return microarchitecture(self.name)
 
     @property
     def collective_bytes_per_s(self) -> float:
@@ -126,6 +142,15 @@ class Chip:
         return f"<table><tbody>{rows}</tbody></table>"
 
 
+def _tpu_flops(d: Mapping) -> dict[str, float]:
+    flops = {"bf16": d["peak_bf16_flops_per_s"]}
+    if "peak_int8_ops_per_s" in d:
+        flops["int8"] = d["peak_int8_ops_per_s"]
+    if "peak_fp8_flops_per_s" in d:  # TPU7x: native fp8, no published int8
+        flops["fp8"] = d["peak_fp8_flops_per_s"]
+    return flops
+
+
 def _tpu(name: str, key: str) -> Chip:
     d = load("hardware_specs")["tpu"][key]
     cores = d.get("cores_per_chip", 1)
@@ -140,7 +165,7 @@ def _tpu(name: str, key: str) -> Chip:
         vendor="Google",
         hbm_bytes=d["hbm_capacity_bytes"],
         hbm_bytes_per_s=d["hbm_bw_bytes_per_s"],
-        flops_per_s=MappingProxyType({"bf16": d["peak_bf16_flops_per_s"], "int8": d["peak_int8_ops_per_s"]}),
+        flops_per_s=MappingProxyType(_tpu_flops(d)),
         ici_one_way_bytes_per_s=d["ici_bw_one_way_per_link_bytes_per_s"],
         ici_bidi_bytes_per_s=d["ici_bw_bidi_per_link_bytes_per_s"],
         pcie_bytes_per_s=d.get("pcie_bw_bytes_per_s"),
@@ -151,7 +176,7 @@ def _tpu(name: str, key: str) -> Chip:
         nvlink_domain=0,
         node_egress_bytes_per_s=None,
         matrix_units=matrix,
-        sources=MappingProxyType({"all": _TPU_SOURCE}),
+        sources=MappingProxyType({"all": _TPU_SOURCE, **d.get("sources", {})}),
         notes=d.get("notes", ""),
     )
 
@@ -163,29 +188,49 @@ def _nvlink_egress(generation: str) -> float:
     raise KeyError(generation)
 
 
-def _gpu(name: str, key: str) -> Chip:
-    data = load("hardware_specs")
-    gpus = data["gpu"]
+def _gpu_figures(key: str) -> tuple[dict, dict[str, str], str]:
+    """(figures, sources, notes) of one GPU; GB200 and H800 start from the chip they share a die with."""
+    gpus = load("hardware_specs")["gpu"]
     sources = {"all": _GPU_SOURCE}
-    notes = gpus[key].get("notes", "")
     if key == "GB200 NVL72":
-        # A GB200 superchip pairs two B200 GPUs with a Grace CPU: per-GPU figures are B200's,
-        # the NVLink domain and its egress are the NVL72 rack's.
+        # A GB200 superchip pairs two Blackwell GPUs with a Grace CPU. The parts (SMs, caches) are
+        # B200's; peaks and HBM are the GB200 datasheet's own, per GPU; NVLink and egress the rack's.
         rack = gpus[key]
         d = dict(gpus["B200"])
         d.update(node_gpus=rack["gpus_per_nvlink_domain"], nvlink_gpu_egress_bytes_per_s=rack["gpu_egress_bytes_per_s"],
-                 node_egress_ib_bytes_per_s=rack["node_egress_bytes_per_s"])
-        sources["compute and HBM"] = f"B200 figures ({rack['composition']})"
-        notes = rack["notes"]
-    else:
-        d = gpus[key]
+                 node_egress_ib_bytes_per_s=rack["node_egress_bytes_per_s"],
+                 peak_bf16_flops_per_s=rack["gpu_peak_bf16_flops_per_s"],
+                 peak_fp8_int8_ops_per_s=rack["gpu_peak_fp8_flops_per_s"],
+                 peak_fp4_flops_per_s=rack["gpu_peak_fp4_flops_per_s"],
+                 hbm_capacity_bytes=rack["gpu_hbm_capacity_bytes"], hbm_bw_bytes_per_s=rack["gpu_hbm_bw_bytes_per_s"],
+                 pcie_bw_bytes_per_s=rack["host_link_bytes_per_s"])
+        sources["SMs and caches"] = f"B200 figures ({rack['composition']})"
+        sources.update(rack.get("sources", {}))
+        return d, sources, rack["notes"]
+    if key == "H800":
+        v = gpus[key]
+        d = dict(gpus[v["base"]])
+        d.update(nvlink_gpu_egress_bytes_per_s=v["nvlink_gpu_bw_bytes_per_s"],
+                 peak_fp8_int8_ops_per_s=v["peak_fp8_flops_per_s_dense"],
+                 peak_bf16_flops_per_s=v["peak_bf16_flops_per_s_dense"])
+        d.pop("sources", None)
+        sources.update(v.get("sources", {}))
+        return d, sources, v["notes"]
+    d = gpus[key]
+    sources.update(d.get("sources", {}))
+    return d, sources, d.get("notes", "")
+
+
+def _gpu(name: str, key: str) -> Chip:
+    d, sources, notes = _gpu_figures(key)
+    gpus = load("hardware_specs")["gpu"]
     egress = d.get("nvlink_gpu_egress_bytes_per_s") or d.get("nvlink_gpu_bw_bytes_per_s")
     if egress is None:  # H200: Hopper, the same NVLink 4 as H100
         egress = _nvlink_egress(d["generation"])
         sources["NVLink"] = f"NVLink generation of {d['generation']} GPUs ({BOOK}, Part 12)"
     node_gpus = d.get("node_gpus", 8)
     node_egress = d.get("node_egress_ib_bytes_per_s")
-    if node_egress is None:  # H200 and A100 HGX nodes: 8 x 400 Gbps NICs as on H100 nodes
+    if node_egress is None:  # H200 HGX nodes: 8 x 400 Gbps NICs as on H100 nodes
         node_egress = gpus["H100"]["node_egress_ib_bytes_per_s"]
         sources["InfiniBand"] = "assumed as for an 8-GPU H100 node (8 x 400 Gbps NICs)"
     flops = {"bf16": d["peak_bf16_flops_per_s"]}
@@ -195,16 +240,17 @@ def _gpu(name: str, key: str) -> Chip:
             flops["fp8"] = d["peak_fp8_int8_ops_per_s"]
     if "peak_fp4_flops_per_s" in d:
         flops["fp4"] = d["peak_fp4_flops_per_s"]
+    display = {"GB200 NVL72": "GB200 (NVL72)"}.get(key, key)
     return Chip(
         name=name,
-        display_name=key if key != "GB200 NVL72" else "GB200 (NVL72)",
+        display_name=display,
         vendor="NVIDIA",
         hbm_bytes=d["hbm_capacity_bytes"],
         hbm_bytes_per_s=d["hbm_bw_bytes_per_s"],
         flops_per_s=MappingProxyType(flops),
         ici_one_way_bytes_per_s=egress,
         ici_bidi_bytes_per_s=None,
-        pcie_bytes_per_s=None,
+        pcie_bytes_per_s=d.get("pcie_bw_bytes_per_s"),
         dcn_bytes_per_s=node_egress / node_gpus,
         torus_dims=0,
         pod_topology=str(node_gpus),
@@ -218,6 +264,7 @@ def _gpu(name: str, key: str) -> Chip:
 
 
 _CHIPS: dict[str, Chip] = {}
+_VARIANTS: dict[str, Chip] = {}
 
 
 def _registry() -> dict[str, Chip]:
@@ -226,7 +273,15 @@ def _registry() -> dict[str, Chip]:
             _CHIPS[name] = _tpu(name, key)
         for name, key in _GPU_KEYS.items():
             _CHIPS[name] = _gpu(name, key)
+        for name, key in _VARIANT_KEYS.items():
+            _VARIANTS[name] = _gpu(name, key)
     return _CHIPS
+
+
+def export_variants() -> list[Chip]:
+    """Export variants (the H800: an H100 with cut NVLink), accepted by `chip()` but not in `chips()`."""
+    _registry()
+    return list(_VARIANTS.values())
 
 
 def chip_names() -> list[str]:
@@ -262,8 +317,10 @@ def chip(name: "str | Chip") -> Chip:
         raise Error(f"chip must be a name like 'tpu-v5e' or 'h100', got {name!r}")
     registry = _registry()
     key = _normalize(name)
+    if key in _VARIANTS:
+        return _VARIANTS[key]
     if key not in registry:
-        raise Error(f"unknown chip {name!r}; valid: {', '.join(registry)}")
+        raise Error(f"unknown chip {name!r}; valid: {', '.join([*registry, *_VARIANTS])}")
     return registry[key]
 
 
@@ -282,3 +339,122 @@ def spec_row(c: Chip) -> dict[str, str]:
         "critical intensity (bf16)": f"{c.peak_flops_per_s('bf16') / c.hbm_bytes_per_s:.0f} FLOP/B",
     }
     return row
+
+
+# --- inside the chip (chapter 2 and chapter 2b) --------------------------------------------------
+
+@dataclass(frozen=True)
+class Microarchitecture:
+    """The parts of one chip, per core where the vendor counts them that way; None if unpublished.
+
+    A *core* is a TensorCore on a TPU and a streaming multiprocessor (SM) on a GPU; its *matrix
+    units* are MXUs (TPU) or tensor cores (GPU). `local_memory_bytes` is the software-managed memory
+    next to the matrix units: VMEM for the whole chip on a TPU, shared memory (SMEM, carved out of
+    the combined L1) per SM on a GPU. `local_memory_bytes_per_s` is the whole chip's bandwidth to it
+    (TPU VMEM; GPU SMEM = SMs x bytes per clock per SM x clock). Chapter 2 (TPUs), chapter 2b (GPUs).
+    """
+
+    chip: str
+    core_kind: str
+    cores_per_chip: int | None
+    matrix_units_per_core: int | None
+    #: TPU only: side of one square MXU (128 or 256).
+    mxu_side: int | None
+    #: bf16 dense FLOPs one matrix unit does per clock cycle (2 x side**2 for an MXU).
+    matrix_unit_flops_per_cycle: float | None
+    clock_hz: float | None
+    #: fp32 FLOP/s of the vector units of the whole chip (TPU VPUs; GPU CUDA cores, FMA = 2 FLOPs).
+    vector_flops_per_s: float | None
+    #: GPU: fp32 CUDA cores of the chip; TPU: VPU ALUs of the chip.
+    vector_lanes: int | None
+    register_bytes_per_core: float | None
+    local_memory_bytes: float | None
+    local_memory_bytes_per_s: float | None
+    #: GPU only: L2 shared by all SMs.
+    l2_bytes: float | None
+    #: Blackwell only: tensor memory per SM, where tensor cores keep their accumulators.
+    tmem_bytes_per_sm: float | None
+
+    @property
+    def matrix_units_per_chip(self) -> int | None:
+        """MXUs (TPU) or tensor cores (GPU) of the whole chip: cores x matrix units per core."""
+        if self.cores_per_chip is None or self.matrix_units_per_core is None:
+            return None
+        return self.cores_per_chip * self.matrix_units_per_core
+
+    def peak_from_parts_flops_per_s(self, clock_hz: float | None = None) -> float:
+        """bf16 peak rebuilt from the parts: matrix units x FLOPs per cycle x clock (chapter 2).
+
+        `clock_hz` defaults to the published clock; raises `Error` when a part is not published.
+        """
+        clock = self.clock_hz if clock_hz is None else clock_hz
+        units_ = self.matrix_units_per_chip
+        if units_ is None or self.matrix_unit_flops_per_cycle is None or clock is None:
+            raise Error(f"{self.chip}: the vendor does not publish enough parts (matrix units, FLOPs per cycle "
+                        f"and clock) to rebuild its peak; pass clock_hz= if only the clock is missing")
+        require_positive(clock_hz=clock)
+        return units_ * self.matrix_unit_flops_per_cycle * clock
+
+    def implied_clock_hz(self) -> float:
+        """The clock at which the parts reach the datasheet's dense bf16 peak: peak / (units x FLOPs/cycle)."""
+        if self.matrix_units_per_chip is None or self.matrix_unit_flops_per_cycle is None:
+            raise Error(f"{self.chip}: matrix-unit count or size not published")
+        return chip(self.chip).peak_flops_per_s("bf16") / (self.matrix_units_per_chip * self.matrix_unit_flops_per_cycle)
+
+
+def _tpu_micro(name: str, d: Mapping) -> Microarchitecture:
+    side = int(d["mxu_shape"].split("x")[0]) if "mxu_shape" in d else None
+    cores = d.get("cores_per_chip")
+    vpu = d.get("vpu_flops_per_s_per_core")
+    vmem = d.get("vmem_bytes")
+    vmem_bw = d["vmem_bw_over_hbm_bw"] * d["hbm_bw_bytes_per_s"] if "vmem_bw_over_hbm_bw" in d else None
+    alus = d.get("vpu_alus_per_core")
+    return Microarchitecture(
+        chip=name, core_kind="TensorCore", cores_per_chip=cores, matrix_units_per_core=d.get("mxus_per_core"),
+        mxu_side=side, matrix_unit_flops_per_cycle=2 * side * side if side else None,
+        clock_hz=d.get("clock_hz", d.get("mxu_clock_hz")),
+        vector_flops_per_s=vpu * cores if vpu and cores else None,
+        vector_lanes=alus * cores if alus and cores else None,
+        register_bytes_per_core=d.get("vreg_bytes_per_core"),
+        local_memory_bytes=vmem, local_memory_bytes_per_s=vmem_bw, l2_bytes=None, tmem_bytes_per_sm=None)
+
+
+def _gpu_micro(name: str, d: Mapping) -> Microarchitecture:
+    clock = d.get("clock_hz") or (d["clock_hz_base_boost"][1] if "clock_hz_base_boost" in d else None)
+    smem_bw = d["sms"] * d["smem_bytes_per_cycle_per_sm"] * clock if clock and "smem_bytes_per_cycle_per_sm" in d else None
+    vector = d.get("cuda_core_fp32_flops_per_s_fma_boost", d.get("cuda_core_fp32_flops_per_s",
+                                                                 d.get("vector_fp32_flops_per_s_fma")))
+    return Microarchitecture(
+        chip=name, core_kind="SM", cores_per_chip=d["sms"], matrix_units_per_core=d.get("tensor_cores_per_sm"),
+        mxu_side=None, matrix_unit_flops_per_cycle=d.get("tc_flops_per_cycle", d.get("tc_flops_per_cycle_est")),
+        clock_hz=clock, vector_flops_per_s=vector, vector_lanes=d.get("fp32_cuda_cores"),
+        register_bytes_per_core=d.get("register_bytes_per_sm"), local_memory_bytes=d.get("smem_per_sm_bytes"),
+        local_memory_bytes_per_s=smem_bw, l2_bytes=d.get("l2_bytes"), tmem_bytes_per_sm=d.get("tmem_per_sm_bytes"))
+
+
+def microarchitecture(name: "str | Chip") -> Microarchitecture:
+    """The parts inside chip `name`: TensorCores, MXUs, VPU, VMEM (TPU); SMs, tensor cores, CUDA
+    cores, registers, SMEM, L2, TMEM (GPU). Chapter 2 (TPU) and chapter 2b (GPU).
+
+    GB200 has B200's parts and the H800 the H100's (same dies). Unpublished parts are None.
+    """
+    c = chip(name)
+    data = load("hardware_specs")
+    if c.is_tpu:
+        return _tpu_micro(c.name, data["tpu"][c.display_name])
+    key = {"gb200": "B200", "h800": "H100"}.get(c.name, c.display_name)
+    return _gpu_micro(c.name, data["gpu"][key])
+
+
+def dense_flops_per_s(spec_sheet_flops_per_s: float, *, pattern: str = "2:4") -> float:
+    """Dense peak from a spec sheet's sparse tensor-core figure: sparse x kept / group (chapter 2b).
+
+    NVIDIA quotes many tensor-core peaks "with sparsity": with 2:4 structured sparsity the tensor
+    core skips the 2 zero weights of every 4, so the quoted figure is twice the dense one, which
+    is what a dense matmul can reach. Raises `Error` for an unknown pattern or a negative figure.
+    """
+    if pattern not in SPARSITY_PATTERNS:
+        raise Error(f"unknown sparsity pattern {pattern!r}; valid: {', '.join(SPARSITY_PATTERNS)}")
+    require_non_negative(spec_sheet_flops_per_s=spec_sheet_flops_per_s)
+    kept, group = SPARSITY_PATTERNS[pattern]
+    return spec_sheet_flops_per_s * kept / group

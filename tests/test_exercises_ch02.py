@@ -31,9 +31,23 @@ HAND = {
     "2.11": 1.8e12 / 72 / 8e12 * 1e3,
     # 148 SMs x 4 tensor cores x 2048 FLOPs/cycle x 1.86e9 Hz, in TFLOP/s
     "2.12": 148 * 4 * 2048 * 1.86e9 / 1e12,
+    # v5p: 2 TensorCores (megacore) x 4 MXUs
+    "2.13": 8,
+    # v5e: compute 2e10 / 197e12 = 101.5 us; VMEM 2e9 / (22 x 820e9) = 110.9 us; HBM 5e7 / 820e9 = 61 us
+    "2.14": 2e9 / (22 * 820e9) * 1e6,
+    # 40 GB over a v5p host's 4 chips, each on its own 16 GB/s PCIe link, in s
+    "2.15": 40e9 / 4 / 16e9,
+    # 16x16 v5e pod with wraparound on both axes: (0, 0) -> (15, 15) is one hop back on each axis
+    "2.16": 2,
 }
 
 IDS = sorted(HAND, key=lambda s: int(s.split(".")[1]))
+
+
+def test_integer_keys_are_integers():
+    for pid in ("2.13", "2.16"):
+        p = get(pid)
+        assert isinstance(p.solve(**p.inputs), int)
 
 
 def test_every_chapter_2_problem_has_a_hand_derivation():

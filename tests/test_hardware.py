@@ -78,3 +78,88 @@ def test_a100_has_int8_but_no_fp8_tensor_cores():
     c = chip("a100")
     assert "int8" in c.flops_per_s and "fp8" not in c.flops_per_s
     assert c.compute_dtype("fp8") == "bf16"
+
+
+# --- review fixes (issue 10) and micro-architecture -------------------------------------------
+
+def test_tpu7x_has_native_fp8_and_no_int8_peak():
+    c = chip("tpu-7x")
+    assert c.peak_flops_per_s("fp8") == 4.614e15
+    assert "int8" not in c.flops_per_s
+
+
+@pytest.mark.parametrize("name, gib", [("tpu-v5p", 95), ("tpu-v6e", 32), ("tpu-7x", 192)])
+def test_hbm_published_in_gib_is_stored_as_bytes(name, gib):
+    # 95 GiB = 95 x 1024^3 bytes = 102.0 GB, not 95 GB
+    assert chip(name).hbm_bytes == gib * 1024**3
+
+
+def test_a100_node_has_eight_200_gbit_hdr_nics():
+    # 8 NICs x 200 Gbit/s / 8 bits per byte = 200 GB/s per node, 25 GB/s per GPU
+    c = chip("a100")
+    assert c.node_egress_bytes_per_s == 8 * 200e9 / 8
+    assert c.dcn_bytes_per_s == 25e9
+
+
+def test_gb200_has_its_own_peaks_and_hbm_not_b200s():
+    # GB200 superchip datasheet: 10 PFLOP/s bf16 with sparsity for 2 GPUs -> 2.5 PFLOP/s dense per GPU
+    c = chip("gb200")
+    assert c.peak_flops_per_s("bf16") == 10e15 / 2 / 2
+    assert c.peak_flops_per_s("fp8") == 20e15 / 2 / 2
+    assert c.hbm_bytes == 13.4e12 / 72 // 1e9 * 1e9
+    assert c.peak_flops_per_s("bf16") != chip("b200").peak_flops_per_s("bf16")
+
+
+def test_h800_is_an_export_variant_outside_the_main_table():
+    c = chip("h800")
+    assert c.ici_one_way_bytes_per_s == 300e9 and c.peak_flops_per_s("fp8") == 3.026e15 / 2
+    assert "h800" not in chip_names()
+    from scalebook.hardware import export_variants
+    assert [v.name for v in export_variants()] == ["h800"]
+
+
+def test_dense_flops_halves_a_2_4_sparse_spec_sheet_figure():
+    from scalebook.hardware import dense_flops_per_s
+    assert dense_flops_per_s(1.979e15) == pytest.approx(989.5e12)
+
+
+def test_dense_flops_rejects_an_unknown_pattern():
+    from scalebook.hardware import dense_flops_per_s
+    with pytest.raises(Error, match="valid: 2:4"):
+        dense_flops_per_s(1e15, pattern="1:4")
+
+
+def test_v5e_micro_rebuilds_its_peak_from_four_128_mxus():
+    # 4 MXUs x 128 x 128 cells x 2 FLOPs x 1.5 GHz = 196.6 TFLOP/s (datasheet: 197)
+    m = chip("tpu-v5e").micro
+    assert (m.cores_per_chip, m.matrix_units_per_chip, m.mxu_side) == (1, 4, 128)
+    assert m.peak_from_parts_flops_per_s() == pytest.approx(4 * 128 * 128 * 2 * 1.5e9)
+    assert m.local_memory_bytes == 128 * 2**20
+
+
+def test_v5e_vmem_bandwidth_is_22_times_hbm():
+    assert chip("tpu-v5e").micro.local_memory_bytes_per_s == pytest.approx(22 * 820e9)
+
+
+def test_h100_micro_counts_sms_tensor_cores_and_smem_bandwidth():
+    m = chip("h100").micro
+    assert (m.cores_per_chip, m.matrix_units_per_chip, m.vector_lanes) == (132, 528, 16896)
+    # 132 SMs x 128 bytes/clock x 1.98 GHz
+    assert m.local_memory_bytes_per_s == pytest.approx(132 * 128 * 1.98e9)
+    assert m.l2_bytes == 50e6 and m.tmem_bytes_per_sm is None
+
+
+def test_h100_implied_clock_from_its_dense_peak():
+    # 990e12 / (528 tensor cores x 1024 FLOPs/cycle) = 1.831 GHz
+    assert chip("h100").micro.implied_clock_hz() == pytest.approx(990e12 / (528 * 1024))
+
+
+def test_blackwell_has_tensor_memory_and_gb200_shares_b200_parts():
+    assert chip("b200").micro.tmem_bytes_per_sm == 256e3
+    assert chip("gb200").micro.cores_per_chip == chip("b200").micro.cores_per_chip == 148
+
+
+def test_unpublished_parts_raise_instead_of_guessing():
+    with pytest.raises(Error, match="not publish"):
+        chip("tpu-7x").micro.peak_from_parts_flops_per_s()
+    assert chip("tpu-7x").micro.mxu_side is None

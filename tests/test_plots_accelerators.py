@@ -60,7 +60,7 @@ def test_tier_bandwidths_count_one_direction_per_chip():
     t = A.tier_bandwidths("tpu-v5p")
     assert t["chip-to-chip"] == 6 * 90e9  # six links of a 3D torus, 90 GB/s each way
     assert A.tier_bandwidths("h100")["chip-to-chip"] == 450e9
-    assert A.tier_bandwidths("h100")["host PCIe"] is None
+    assert A.tier_bandwidths("h100")["host PCIe"] == 64e9  # PCIe Gen5 x16, one direction
 
 
 def test_bad_input_raises_error():

@@ -36,11 +36,17 @@ def _load_banks() -> None:
         importlib.import_module(f"{bank.__name__}.{mod.name}")
 
 
+def _id_part(x: str) -> tuple[int, str]:
+    """Sort key of one part of an id: '2' -> (2, ''), '2g' -> (2, 'g') (a page inside chapter 2)."""
+    m = re.match(r"(\d*)(.*)", x)
+    return (int(m.group(1)) if m.group(1) else -1, m.group(2))
+
+
 def problems(chapter: str | None = None) -> list[Problem]:
     """Every problem in the bank (or those whose id starts with `chapter` + '.'), in id order."""
     _load_banks()
     out = [p for p in _BANK.values() if chapter is None or p.id.split(".")[0] == str(chapter)]
-    return sorted(out, key=lambda p: tuple(int(x) if x.isdigit() else x for x in p.id.split(".")))
+    return sorted(out, key=lambda p: tuple(_id_part(x) for x in p.id.split(".")))
 
 
 def get(id: str) -> Problem:

@@ -106,3 +106,34 @@ def tensor_core_peak(gpu):
     d = _gpu_data(gpu)
     cores_per_sm = _gpu_data("H100")["subpartitions_per_sm"]  # one tensor core per SM quarter
     return d["sms"] * cores_per_sm * d["tc_flops_per_cycle_est"] * d["clock_hz_estimates"]["footnote_tc_calc"] / 1e12
+
+
+@problem("2.13", title="MXUs on a v5p chip", unit="", rel_tol=1e-6, chip_name="tpu-v5p",
+         hint="megacore: count the MXUs of both TensorCores")
+def v5p_mxus(chip_name):
+    return int(chip(chip_name).micro.matrix_units_per_chip)
+
+
+@problem("2.14", title="A kernel that lives in VMEM", unit="us", chip_name="tpu-v5e", flops=2e10,
+         vmem_bytes=2e9, hbm_bytes=5e7, hint="time = the largest of compute, VMEM traffic and HBM traffic")
+def vmem_kernel(chip_name, flops, vmem_bytes, hbm_bytes):
+    from ... import memory_levels as ml
+
+    return max(ml.roofline(chip_name, flops=flops, bytes_=vmem_bytes, level="vmem").seconds,
+               ml.roofline(chip_name, flops=flops, bytes_=hbm_bytes, level="hbm").seconds) / 1e-6
+
+
+@problem("2.15", title="Checkpointing a host's shard", unit="s", bytes_=40e9, chip_name="tpu-v5p", chips=4,
+         hint="each chip copies its share over its own PCIe link")
+def host_checkpoint(bytes_, chip_name):
+    from ... import memory_levels as ml
+
+    return ml.host_transfer_seconds(chip_name, bytes_, chips=topology.slice(chip_name, "2x2x1").num_chips)
+
+
+@problem("2.16", title="Corner to corner on a full pod", unit="", rel_tol=1e-6, chip_name="tpu-v5e",
+         hint="with a wraparound, one step back from 0 reaches the last chip of the axis")
+def corner_hops(chip_name):
+    topo = topology.slice(chip_name, chip(chip_name).pod_topology)
+    # from index 0 to the last index of an axis: one hop back over the wraparound, or the whole line
+    return int(sum(1 if a.wraparound else a.size - 1 for a in topo.axes))

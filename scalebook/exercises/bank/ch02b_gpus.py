@@ -1,0 +1,110 @@
+"""Problems of chapter 2b (GPUs in earnest): keys computed with hardware, memory_levels, gpu_network."""
+from __future__ import annotations
+
+import math
+
+from ... import gpu_network as gn
+from ... import memory_levels as ml
+from ...hardware import chip, dense_flops_per_s
+from ..problem import problem
+
+_INT = 1e-6  # integer answers: checked exactly
+
+
+@problem("2g.1", title="A datasheet peak with sparsity", unit="ms", flops=2 * 8192 * 8192 * 65536,
+         chip_name="h100", slips={2: "off by 2: the datasheet's figure assumes 2:4 sparsity; a dense matmul gets half"},
+         hint="a dense matmul runs at half the 'with sparsity' figure")
+def sparse_sheet_matmul(flops, chip_name):
+    sheet = 2 * chip(chip_name).peak_flops_per_s("bf16")  # the spec sheet quotes the sparse rate
+    return flops / dense_flops_per_s(sheet) / 1e-3
+
+
+@problem("2g.2", title="Tensor cores on a B200", unit="", rel_tol=_INT, chip_name="b200",
+         hint="one tensor core per SM quarter")
+def tensor_cores(chip_name):
+    return int(chip(chip_name).micro.matrix_units_per_chip)
+
+
+@problem("2g.3", title="Which level binds?", unit="ms", chip_name="h100", flops=1e12, hbm_bytes=2e9,
+         smem_bytes=5e10, hint="time = the largest of compute, HBM traffic and SMEM traffic")
+def which_level(chip_name, flops, hbm_bytes, smem_bytes):
+    c = chip(chip_name)
+    times = [ml.roofline(c, flops=flops, bytes_=hbm_bytes, level="hbm").seconds,
+             ml.roofline(c, flops=flops, bytes_=smem_bytes, level="smem").seconds]
+    return max(times) / 1e-3
+
+
+@problem("2g.4", title="A square tile in fp8 on a B200", unit="", rel_tol=_INT, chip_name="b200", dtype="fp8",
+         hint="a square tile of side T reaches T / b FLOPs per HBM byte; b = 1 byte in fp8")
+def fp8_tile(chip_name, dtype):
+    return int(ml.min_square_tile(chip_name, dtype))
+
+
+@problem("2g.5", title="Loading a checkpoint into an H200 node", unit="s", bytes_=810e9, chip_name="h200", gpus=8,
+         slips={8: "each GPU has its own PCIe link; the copies run in parallel"},
+         hint="each GPU copies its eighth over its own link, one direction")
+def checkpoint_load(bytes_, chip_name, gpus):
+    return ml.host_transfer_seconds(chip_name, bytes_, chips=gpus)
+
+
+@problem("2g.6", title="Hiding an offload", unit="TFLOP", bytes_each_way=10e9, chip_name="h100",
+         slips={2: "off by 2: PCIe carries the two directions at the same time"})
+def hide_offload(bytes_each_way, chip_name):
+    # the copy out and the copy back overlap (full duplex): the step lasts bytes_each_way / W_host
+    return bytes_each_way * ml.critical_intensity(chip_name, "host") / 1e12
+
+
+@problem("2g.7", title="Bisection of an NVL72 rack", unit="TB/s", chip_name="gb200",
+         slips={2: "off by 2: count one direction, as the rest of the book does"})
+def nvl72_bisection(chip_name):
+    return gn.nvlink_bisection_bytes_per_s(chip_name) / 1e12
+
+
+@problem("2g.8", title="An oversubscribed fat tree", unit="TB/s", chip_name="h100", nodes=256, oversubscription=2,
+         hint="half the nodes send their egress across the cut, divided by the oversubscription")
+def oversubscribed(chip_name, nodes, oversubscription):
+    return gn.superpod(chip_name, nodes=nodes, oversubscription=oversubscription).bisection_bytes_per_s / 1e12
+
+
+@problem("2g.9", title="What SHARP saves", unit="ms", bytes_=4e9, chip_name="b200",
+         hint="ring: 2 V (N-1) / (N W); with the switch reducing: V / W")
+def sharp_saving(bytes_, chip_name):
+    return (gn.all_reduce_seconds(chip_name, bytes_) - gn.all_reduce_seconds(chip_name, bytes_, sharp=True)) / 1e-3
+
+
+@problem("2g.10", title="Gradients across 32 nodes", unit="ms", params=8e9, chip_name="h100", nodes=32,
+         hint="ReduceScatter in the node, AllReduce of 1/8 across nodes, AllGather in the node; add them")
+def gradients_hierarchical(params, chip_name, nodes):
+    return gn.hierarchical_all_reduce(chip_name, params * 2, nodes=nodes).seconds / 1e-3
+
+
+@problem("2g.11", title="Flat ring or hierarchical?", unit="", bytes_=1e9, chip_name="b200", nodes=64,
+         hint="flat ring: every byte through the NIC twice; hierarchical: 1/8 of them")
+def flat_over_hierarchical(bytes_, chip_name, nodes):
+    return gn.flat_ring_all_reduce_seconds(chip_name, bytes_, nodes=nodes) / \
+        gn.hierarchical_all_reduce(chip_name, bytes_, nodes=nodes).seconds
+
+
+@problem("2g.12", title="AllToAll across four nodes", unit="us", bytes_=2e9, chip_name="h100", gpus=32,
+         hint="each GPU sends V (N - g) / N^2 through its NIC")
+def all_to_all_nodes(bytes_, chip_name, gpus):
+    return gn.all_to_all_seconds(chip_name, bytes_, gpus=gpus) / 1e-6
+
+
+@problem("2g.13", title="Data parallelism across NVL72 racks", unit="token", chip_name="gb200",
+         slips={72: "whole racks join the group: only 1/72 of the bytes cross InfiniBand per GPU"})
+def nvl72_dp_batch(chip_name):
+    return gn.parallelism_limits(chip_name, d_model=8192).dp_batch_across_nodes
+
+
+@problem("2g.14", title="The widest tensor parallelism", unit="", rel_tol=_INT, chip_name="h100", d_model=4096,
+         hint="tp <= 9 D W / (b C); then the largest power of two below it")
+def widest_tp(chip_name, d_model):
+    limit = gn.parallelism_limits(chip_name, d_model=d_model).tp_max_degree_in_node
+    return int(2 ** math.floor(math.log2(limit)))
+
+
+@problem("2g.15", title="Experts across B200 nodes", unit="", chip_name="b200",
+         hint="F_e >= (2 b / 9) C / W with W the InfiniBand share of one GPU")
+def expert_width_nodes(chip_name):
+    return gn.parallelism_limits(chip_name, d_model=8192).ep_min_expert_width_across_nodes

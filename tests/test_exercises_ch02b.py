@@ -1,0 +1,81 @@
+"""Chapter 2b problem keys against hand derivations written with literal numbers."""
+import math
+
+import pytest
+
+from scalebook.exercises import check, get, problems
+
+HAND = {
+    # 2 x 8192^2 x 65536 FLOPs at the dense half of the 1.98 PFLOP/s sparse figure (990 TFLOP/s), in ms
+    "2g.1": 2 * 8192 * 8192 * 65536 / 990e12 * 1e3,
+    # 148 SMs x 4 tensor cores
+    "2g.2": 592,
+    # compute 1e12 / 990e12 = 1.01 ms; HBM 2e9 / 3.4e12 = 0.59 ms; SMEM 5e10 / (132 x 128 x 1.98e9) = 1.49 ms
+    "2g.3": 5e10 / (132 * 128 * 1.98e9) * 1e3,
+    # fp8: 1 byte x 4.5e15 / 8e12 = 562.5 -> 563
+    "2g.4": 563,
+    # 810 GB over 8 links of 64 GB/s one way, in s
+    "2g.5": 810e9 / 8 / 64e9,
+    # 10 GB each way at 64 GB/s takes 0.156 s; 990 TFLOP/s x 0.156 s, in TFLOP
+    "2g.6": 10e9 / 64e9 * 990e12 / 1e12,
+    # 72 / 2 GPUs x 900 GB/s one way, in TB/s
+    "2g.7": 36 * 900e9 / 1e12,
+    # 256 / 2 nodes x 400 GB/s / 2, in TB/s
+    "2g.8": 128 * 400e9 / 2 / 1e12,
+    # 4 GB over 8 B200s: ring 2 x 4e9 x 7/8 / 900e9 minus SHARP 4e9 / 900e9, in ms
+    "2g.9": (2 * 4e9 * 7 / 8 - 4e9) / 900e9 * 1e3,
+    # 16 GB: RS and AG in node 16e9 x 7/8 / 450e9 each; across 32 nodes 2 x 2e9 x 31/32 / 50e9; in ms
+    "2g.10": (2 * 16e9 * 7 / 8 / 450e9 + 2 * 2e9 * 31 / 32 / 50e9) * 1e3,
+    # 512 B200s, 1 GB: flat 2 x 1e9 x 511/512 / 50e9;
+    # hierarchical 2 x 1e9 x 7/8 / 900e9 + 2 x (1e9/8) x 63/64 / 50e9
+    "2g.11": (2 * 1e9 * 511 / 512 / 50e9) / (2 * 1e9 * 7 / 8 / 900e9 + 2 * 1e9 / 8 * 63 / 64 / 50e9),
+    # 2 GB over 32 H100s: 2e9 x 24 / 1024 through 50 GB/s, in us
+    "2g.12": 2e9 * 24 / 1024 / 50e9 * 1e6,
+    # 2.5e15 / (72 GPUs x 50 GB/s)
+    "2g.13": 2.5e15 / (72 * 50e9),
+    # 9 x 4096 x 450e9 / (2 x 990e12) = 8.4 -> 8
+    "2g.14": 8,
+    # 2 x 2 / 9 x 2.3e15 / 50e9
+    "2g.15": 4 / 9 * 2.3e15 / 50e9,
+}
+
+IDS = sorted(HAND, key=lambda s: int(s.split(".")[1]))
+INTEGER = {"2g.2", "2g.4", "2g.14"}
+
+
+def test_every_chapter_2b_problem_has_a_hand_derivation():
+    assert [p.id for p in problems("2g")] == IDS
+
+
+@pytest.mark.parametrize("pid", IDS)
+def test_key_equals_hand_derivation(pid):
+    assert math.isclose(get(pid).answer(), HAND[pid], rel_tol=1e-9)
+
+
+@pytest.mark.parametrize("pid", sorted(INTEGER))
+def test_integer_keys_are_integers(pid):
+    p = get(pid)
+    assert isinstance(p.solve(**p.inputs), int)
+
+
+@pytest.mark.parametrize("pid", IDS)
+def test_key_is_graded_correct(pid, monkeypatch):
+    monkeypatch.delenv("SCALEBOOK_STRICT", raising=False)
+    assert check(pid, HAND[pid]).status == "correct"
+
+
+@pytest.mark.parametrize("pid", IDS)
+def test_factor_of_two_slip_is_wrong(pid, monkeypatch):
+    monkeypatch.delenv("SCALEBOOK_STRICT", raising=False)
+    for slip in (HAND[pid] * 2, HAND[pid] / 2):
+        assert check(pid, slip).status == "wrong"
+
+
+def test_sparse_slip_names_the_datasheet(monkeypatch):
+    monkeypatch.delenv("SCALEBOOK_STRICT", raising=False)
+    assert "sparsity" in check("2g.1", HAND["2g.1"] / 2).message
+
+
+def test_problems_sort_with_the_page_inside_chapter_2():
+    ids = [p.id for p in problems()]
+    assert ids.index("2.16") < ids.index("2g.1") < ids.index("3.1")
