@@ -286,7 +286,8 @@ _PRESETS: dict[str, tuple[str, str | None, dict, dict]] = {
 class ReportedTraining:
     """What a model's authors report about its training run (Chapter 4, MFU from chip-hours).
 
-    `tokens` trained on and `chip_hours` of `chip` time, each with its source.
+    `tokens` trained on and `chip_hours` of `chip` time, each with its source; `flops` is the
+    training compute the authors state (with `tokens_source`), None where they state none.
     """
 
     model: str
@@ -295,6 +296,7 @@ class ReportedTraining:
     chip_hours: float
     tokens_source: str
     chip_hours_source: str
+    flops: float | None = None
 
 
 def reported_training_names() -> list[str]:
@@ -313,7 +315,8 @@ def reported_training(name: str) -> ReportedTraining:
     r = load("models")["models"][_PRESETS[name][0]]["reported_training"]
     return ReportedTraining(model=name, tokens=float(r["tokens"]), chip=r["chip"],
                             chip_hours=float(r["chip_hours"]), tokens_source=r["tokens_source"],
-                            chip_hours_source=r["chip_hours_source"])
+                            chip_hours_source=r["chip_hours_source"],
+                            flops=float(r["flops"]) if "flops" in r else None)
 
 
 def preset_names() -> list[str]:
