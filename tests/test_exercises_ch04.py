@@ -109,3 +109,8 @@ def test_forgetting_the_recomputation_gets_its_hint():
 def test_scaling_decode_intensity_with_the_batch_gets_its_hint():
     r = check("4.11", HAND["4.11"] * 16)
     assert r.status == "wrong" and "cancels" in r.message
+
+
+def test_whole_sequences_are_checked_as_an_integer():
+    assert check("4.9", HAND["4.9"]).status == "correct"
+    assert check("4.9", HAND["4.9"] + 1).status != "correct"
