@@ -26,8 +26,21 @@ from .hardware import chip as _chip
 
 __all__ = [
     "MatmulResult", "CopyResult", "Measurement", "run", "matmul", "copy", "chip_for_device",
-    "default_plan",
+    "default_plan", "last_level_cache_bytes", "cpu_stream_sizes",
 ]
+
+#: Assumed last-level cache when the OS does not report one: larger than most server CPUs' L3
+#: per socket, so that streams sized from it still leave the cache.
+FALLBACK_LLC_BYTES = 64 * 2**20
+
+_SYS_CACHE = "/sys/devices/system/cpu/cpu0/cache"
+
+
+def _parse_cache_size(text: str) -> int:
+    """'32768K' -> 33554432, '1M' -> 1048576, '512' -> 512 (sysfs cache sizes)."""
+    t = text.strip().upper()
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(t[-1:], 1)
+    return int(t[:-1] if scale != 1 else t) * scale
 
 # jax device_kind -> chip name. Checked in order; the first pattern that matches wins.
 _KIND_PATTERNS: tuple[tuple[str, str], ...] = (
@@ -384,11 +397,63 @@ def copy(size_bytes: float, *, dtype: str = "fp32", repeats: int = 5, chip: str 
     return CopyResult(int(n * dt.itemsize), _short_dtype(dtype), seconds, spec)
 
 
+def last_level_cache_bytes(sys_cache: str = _SYS_CACHE) -> int:
+    """Size of the CPU's last-level cache in bytes, as the OS reports it (Chapter 1, "Measure it").
+
+    Reads Linux's sysfs (`index*/level` and `size` under `sys_cache`, the largest data or unified
+    cache at the highest level), then `os.sysconf` (SC_LEVEL3/2_CACHE_SIZE where the C library
+    has them); falls back to `FALLBACK_LLC_BYTES` when neither answers.
+    """
+    import glob
+    import os
+
+    best: tuple[int, int] | None = None
+    for d in glob.glob(os.path.join(sys_cache, "index*")):
+        try:
+            with open(os.path.join(d, "type")) as f:
+                if f.read().strip() == "Instruction":
+                    continue
+            with open(os.path.join(d, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(d, "size")) as f:
+                size = _parse_cache_size(f.read())
+        except (OSError, ValueError):
+            continue
+        if best is None or (level, size) > best:
+            best = (level, size)
+    if best and best[1] > 0:
+        return best[1]
+    for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
+        try:
+            size = os.sysconf(name)
+        except (ValueError, OSError):
+            continue
+        if size and size > 0:
+            return int(size)
+    return FALLBACK_LLC_BYTES
+
+
+def cpu_stream_sizes(llc_bytes: float | None = None) -> tuple[float, float]:
+    """Array sizes for the CPU stream: 4x and 16x the last-level cache, at least 128 MB and 512 MB.
+
+    An array that fits in the cache measures the cache's bandwidth, not DRAM's; an in-place
+    `x + 1` over several times the cache evicts its own lines before it comes back to them.
+    Capped at 2 GB so that the run stays a few seconds and fits in a small machine's memory.
+    """
+    llc = last_level_cache_bytes() if llc_bytes is None else llc_bytes
+    require_positive(llc_bytes=llc)
+    return (min(max(4 * llc, 128e6), 2e9), min(max(16 * llc, 512e6), 2e9))
+
+
 def default_plan(platform: str) -> dict[str, Any]:
-    """The shapes `run()` times by default: small on a CPU (a few seconds), larger elsewhere."""
+    """The shapes `run()` times by default: small on a CPU (a few seconds), larger elsewhere.
+
+    On a CPU the streams are sized from the last-level cache (`cpu_stream_sizes`) so that the
+    measured bandwidth is the DRAM's.
+    """
     if platform == "cpu":
         return {"shapes": [(1, 2048, 2048), (8, 2048, 2048), (64, 2048, 2048), (512, 2048, 2048)],
-                "dtypes": ("fp32",), "copy_sizes": (16e6, 64e6)}
+                "dtypes": ("fp32",), "copy_sizes": cpu_stream_sizes()}
     return {"shapes": [(1, 8192, 8192), (16, 8192, 8192), (128, 8192, 8192), (1024, 8192, 8192),
                        (8192, 8192, 8192)],
             "dtypes": ("bf16", "fp32"), "copy_sizes": (256e6, 1e9)}

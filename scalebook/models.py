@@ -231,7 +231,10 @@ def _require_int(zero_ok: bool = False, **values: object) -> None:
 
 # --- presets -------------------------------------------------------------------------------
 
-_LLAMA3_CARD = "Meta Llama 3 / 3.1 model cards (Hugging Face safetensors parameter counts)"
+#: LLaMA-3 totals are not in the paper: they are the parameter counts of the released checkpoint
+#: files (the safetensors of the Llama 3.1 repositories, as the Hugging Face model pages show them).
+_LLAMA3_CARD = ("Meta 2024, released Llama 3.1 checkpoints: parameter count of the safetensors files "
+                "(Hugging Face model pages), not a figure from the paper")
 _GEMMA2_T2 = "Gemma Team 2024, Gemma 2 (arXiv 2408.00118) Table 2: embedding + non-embedding parameters"
 _GEMMA1_T2 = "Gemma Team 2024, Gemma (arXiv 2403.08295) Table 2: embedding + non-embedding parameters"
 
@@ -277,6 +280,43 @@ _PRESETS: dict[str, tuple[str, str | None, dict, dict]] = {
         published_source="DeepSeek-AI 2024, DeepSeek-V3 Technical Report, abstract (671B total, 37B activated; "
                          "excludes the 14B multi-token-prediction module)")),
 }
+
+
+@dataclass(frozen=True)
+class ReportedTraining:
+    """What a model's authors report about its training run (Chapter 4, MFU from chip-hours).
+
+    `tokens` trained on and `chip_hours` of `chip` time, each with its source; `flops` is the
+    training compute the authors state (with `tokens_source`), None where they state none.
+    """
+
+    model: str
+    tokens: float
+    chip: str
+    chip_hours: float
+    tokens_source: str
+    chip_hours_source: str
+    flops: float | None = None
+
+
+def reported_training_names() -> list[str]:
+    """Presets whose tokens and chip-hours are reported (in data/models.json)."""
+    return [n for n, (key, *_rest) in _PRESETS.items()
+            if "reported_training" in load("models")["models"][key]]
+
+
+def reported_training(name: str) -> ReportedTraining:
+    """Reported training tokens and chip-hours of preset `name` (Chapter 4).
+
+    >>> reported_training("llama3-405b").chip
+    'h100'
+    """
+    choose("model with reported training", name, reported_training_names())
+    r = load("models")["models"][_PRESETS[name][0]]["reported_training"]
+    return ReportedTraining(model=name, tokens=float(r["tokens"]), chip=r["chip"],
+                            chip_hours=float(r["chip_hours"]), tokens_source=r["tokens_source"],
+                            chip_hours_source=r["chip_hours_source"],
+                            flops=float(r["flops"]) if "flops" in r else None)
 
 
 def preset_names() -> list[str]:

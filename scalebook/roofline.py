@@ -141,16 +141,24 @@ def op(
     comm_bytes: float = 0.0,
     dtype: str = "bf16",
     comm_link: str = "ici",
+    peak_flops_per_s: float | None = None,
 ) -> Roofline:
     """Roofline of a generic op: `flops` FLOPs, `hbm_bytes` to and from HBM, `comm_bytes` sent.
 
-    Compute runs at the chip's peak in `dtype`; communication at the bandwidth of `comm_link`.
+    Compute runs at the chip's matrix-unit peak in `dtype`, or at `peak_flops_per_s` when given:
+    an op that runs on the vector units (a dot product, an axpy, an elementwise add) is capped by
+    their peak, not the matrix unit's (Chapter 1, "Hopelessly memory-bound operations").
+    Communication runs at the bandwidth of `comm_link`.
     """
     c = _chip(chip)
     require_non_negative(flops=flops, hbm_bytes=hbm_bytes, comm_bytes=comm_bytes)
     if flops == 0 and hbm_bytes == 0 and comm_bytes == 0:
         raise Error("an op must do some work: flops, hbm_bytes or comm_bytes must be > 0")
-    peak = c.peak_flops_per_s(c.compute_dtype(dtype))
+    if peak_flops_per_s is not None:
+        require_positive(peak_flops_per_s=peak_flops_per_s)
+        peak = float(peak_flops_per_s)
+    else:
+        peak = c.peak_flops_per_s(c.compute_dtype(dtype))
     comm_bw = link_bytes_per_s(c, comm_link) if comm_bytes else None
     return Roofline(
         flops=float(flops),
@@ -270,3 +278,31 @@ def split_matmul_critical_d_model(chip: "str | Chip", dtype: str = "bf16") -> fl
     """
     c = _chip(chip)
     return units.dtype_bytes(dtype) * c.peak_flops_per_s(c.compute_dtype(dtype)) / c.ici_one_way_bytes_per_s
+
+
+def tokens_per_expert(batch: float, routed_experts: int, experts_per_token: int) -> float:
+    """Tokens one routed expert sees when `batch` tokens each pick `experts_per_token` of
+    `routed_experts` experts, spread evenly: B k / E (Chapter 4, "The batch an MoE layer needs")."""
+    require_positive(batch=batch, routed_experts=routed_experts, experts_per_token=experts_per_token)
+    if experts_per_token > routed_experts:
+        raise Error(f"experts_per_token={experts_per_token} exceeds routed_experts={routed_experts}; "
+                    "a token picks at most every expert once")
+    return batch * experts_per_token / routed_experts
+
+
+def moe_critical_batch(
+    chip: "str | Chip", *, routed_experts: int, experts_per_token: int, dtype: str = "bf16",
+    weight_dtype: str | None = None,
+) -> float:
+    """Tokens per chip at which each routed expert's matmuls are compute-bound (Chapter 4).
+
+    Each expert multiplies only the tokens routed to it, B k / E of them under even routing, and
+    its weights are read once for them; so every expert needs `critical_batch` tokens and the
+    batch must be B* = critical_batch(chip) x E / k. Shared experts see all B tokens and cross
+    over E / k times sooner. Uneven routing raises the batch the coldest expert needs.
+    """
+    require_positive(routed_experts=routed_experts, experts_per_token=experts_per_token)
+    if experts_per_token > routed_experts:
+        raise Error(f"experts_per_token={experts_per_token} exceeds routed_experts={routed_experts}; "
+                    "a token picks at most every expert once")
+    return critical_batch(chip, dtype, weight_dtype) * routed_experts / experts_per_token

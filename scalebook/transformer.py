@@ -610,3 +610,216 @@ def kv_cache(model: Transformer, *, seq_len: int = 1, batch: int = 1, dtype: str
     return KVCache(model_name=model.name, dtype=units.canonical_dtype(dtype), seq_len=seq_len, batch=batch,
                    layers=model.layers, elements_per_token_per_layer=per_layer,
                    bytes_per_token_per_layer=per_layer * units.dtype_bytes(dtype))
+
+
+# --- attention's arithmetic intensity -----------------------------------------------------------
+
+ATTENTION_PHASES = ("prefill", "decode")
+
+
+def _require_standard_attention(model: Transformer, what: str) -> None:
+    if model.is_mla:
+        raise Error(f"{what} models standard attention (MHA, GQA, MQA); {model.name} uses MLA, whose "
+                    "cache is a shared latent: use a model with mla_kv_compression_dim=0")
+
+
+@dataclass(frozen=True)
+class AttentionIntensity:
+    """FLOPs and HBM bytes of one layer's dot-product attention (QK^T, softmax, AV) (Chapter 4).
+
+    Projections are not included: they are ordinary weight matmuls (Chapter 1's critical batch).
+    Bytes are the least a fused kernel moves: each of Q, K, V read once, O written once.
+    """
+
+    model_name: str
+    phase: str
+    batch: int
+    seq_len: int
+    causal: bool
+    flops: float
+    hbm_bytes: float
+
+    @property
+    def intensity_flops_per_byte(self) -> float:
+        """FLOPs per HBM byte; compare with `roofline.critical_intensity(chip)`."""
+        return self.flops / self.hbm_bytes
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"AttentionIntensity({self.model_name}, {self.phase}, B={self.batch}, T={self.seq_len}: "
+                f"{f(self.flops, 'FLOP')} over {f(self.hbm_bytes, 'B')}, "
+                f"{self.intensity_flops_per_byte:.3g} FLOP/B)")
+
+
+def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, phase: str = "prefill",
+                        causal: bool = True, dtype: str = "bf16") -> AttentionIntensity:
+    """Arithmetic intensity of one layer's attention in prefill or decode (Chapter 4).
+
+    With b bytes per element, N query heads, K kv heads of width H:
+
+    - prefill, B sequences of T tokens: FLOPs 4 B T_eff T N H (T_eff = T/2 if `causal`), bytes
+      b B T (2 N H + 2 K H) (read Q, K, V; write O). Intensity 2 T_eff N / (b (N + K)): it grows
+      with T, so long prompts are compute-bound (T/2 per bf16 byte pair for MHA without causal
+      halving).
+    - decode, one new token per sequence against T cached ones: FLOPs 4 B T N H, bytes
+      b B (2 T K H + 2 N H) (read the cache, read q, write o). Intensity 2 T N / (b (T K + N)),
+      which tends to 2 N / (b K): the group size N/K in bf16, whatever B and T are, because
+      every sequence reads its own cache. Decode attention is therefore memory-bound on every
+      chip whose critical intensity exceeds N / K (all of them).
+    """
+    choose("phase", phase, ATTENTION_PHASES)
+    require_positive(seq_len=seq_len, batch=batch)
+    _require_standard_attention(model, "attention_intensity")
+    N, K, H = model.heads, model.kv_heads, model.head_dim
+    b = units.dtype_bytes(dtype)
+    if phase == "prefill":
+        t_eff = seq_len / 2 if causal else seq_len
+        flops = 4.0 * batch * t_eff * seq_len * N * H
+        hbm = b * batch * seq_len * (2 * N * H + 2 * K * H)
+    else:
+        flops = 4.0 * batch * seq_len * N * H
+        hbm = b * batch * (2 * seq_len * K * H + 2 * N * H)
+    return AttentionIntensity(model_name=model.name, phase=phase, batch=batch, seq_len=seq_len,
+                              causal=causal and phase == "prefill", flops=flops, hbm_bytes=hbm)
+
+
+# --- FlashAttention: forward, backward, recomputation ------------------------------------------
+
+@dataclass(frozen=True)
+class FlashAttentionCost:
+    """Matmul FLOPs and least HBM bytes of one layer's attention, forward and backward (Chapter 4).
+
+    Forward: S = Q K^T, P = softmax(S), O = P V; it keeps O and the log-sum-exp l (fp32, one per
+    query row and head). Backward, given dO: D = rowsum(dO o O) (equal to rowsum(dP o P), since
+    sum_j P_ij (dO_i . V_j) = dO_i . O_i), S recomputed from Q and K, P = exp(S - l),
+    dV = P^T dO, dP = dO V^T, dS = P o (dP - D), dQ = dS K, dK = dS^T Q. Per (sequence, head) the
+    forward is two T_eff x T x H matmuls and the backward five (one of them the recomputed
+    Q K^T): 2.5 x the forward, against 2 x if P had been kept.
+    """
+
+    model_name: str
+    batch: int
+    seq_len: int
+    causal: bool
+    forward_flops: float
+    backward_flops: float
+    recompute_flops: float
+    d_term_flops: float
+    forward_hbm_bytes: float
+    backward_hbm_bytes: float
+    probabilities_bytes: float
+
+    @property
+    def backward_over_forward(self) -> float:
+        """Backward / forward matmul FLOPs: 2.5 with the recomputed scores."""
+        return self.backward_flops / self.forward_flops
+
+    @property
+    def training_flops(self) -> float:
+        """Forward + backward matmul FLOPs: 3.5 x forward, not the 3 x of weight matmuls."""
+        return self.forward_flops + self.backward_flops
+
+    @property
+    def forward_intensity_flops_per_byte(self) -> float:
+        return self.forward_flops / self.forward_hbm_bytes
+
+    @property
+    def backward_intensity_flops_per_byte(self) -> float:
+        return self.backward_flops / self.backward_hbm_bytes
+
+    def __repr__(self) -> str:
+        f = units.format_quantity
+        return (f"FlashAttentionCost({self.model_name}, B={self.batch}, T={self.seq_len}"
+                f"{', causal' if self.causal else ''}: forward {f(self.forward_flops, 'FLOP')} / "
+                f"{f(self.forward_hbm_bytes, 'B')}, backward {f(self.backward_flops, 'FLOP')} / "
+                f"{f(self.backward_hbm_bytes, 'B')} ({self.backward_over_forward:.2f}x forward))")
+
+
+def flash_attention_cost(model: Transformer, *, batch: int, seq_len: int, causal: bool = True,
+                         dtype: str = "bf16") -> FlashAttentionCost:
+    """FLOPs and HBM bytes of FlashAttention's forward and backward for one layer (Chapter 4).
+
+    With b bytes per element, c = 4 bytes for the fp32 per-row statistics, T_eff = T/2 if
+    `causal`, per sequence:
+
+    - forward FLOPs 4 T_eff T N H (Q K^T and P V); bytes b T (2 N H + 2 K H) + c T N
+      (read Q, K, V; write O and l);
+    - backward FLOPs 10 T_eff T N H: Q K^T again (the recomputation, 2 T_eff T N H), then
+      dV, dP, dQ, dK (2 T_eff T N H each); D = rowsum(dO o O) adds 2 T N H elementwise FLOPs
+      (`d_term_flops`, not in `backward_flops`);
+    - backward bytes: a pass that reads O and dO and writes D, then the main pass reads Q, K,
+      V, dO, l and D and writes dQ, dK, dV: b T (5 N H + 4 K H) + 3 c T N.
+
+    Bytes are the least a kernel moves (each tensor once); a tiled kernel re-reads K and V once
+    per block of queries, which lowers the intensity towards the query block size.
+    `probabilities_bytes` is the B N T^2 b matrix P that a non-fused kernel would keep instead.
+    """
+    require_positive(seq_len=seq_len, batch=batch)
+    _require_standard_attention(model, "flash_attention_cost")
+    N, K, H = model.heads, model.kv_heads, model.head_dim
+    b, c = units.dtype_bytes(dtype), 4
+    t_eff = seq_len / 2 if causal else seq_len
+    one = 2.0 * batch * t_eff * seq_len * N * H            # one T_eff x T x H matmul, all heads
+    return FlashAttentionCost(
+        model_name=model.name, batch=batch, seq_len=seq_len, causal=causal,
+        forward_flops=2 * one, backward_flops=5 * one, recompute_flops=one,
+        d_term_flops=2.0 * batch * seq_len * N * H,
+        forward_hbm_bytes=batch * seq_len * (b * (2 * N * H + 2 * K * H) + c * N),
+        backward_hbm_bytes=batch * seq_len * (b * (5 * N * H + 4 * K * H) + 3 * c * N),
+        probabilities_bytes=float(b * batch * N * seq_len * seq_len),
+    )
+
+
+# --- MFU from reported chip-hours --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReportedMfu:
+    """MFU implied by a run's reported chip-hours (Chapter 4).
+
+    `mfu` = model FLOPs / (chip-hours x 3600 x peak); `model_flops` is 3 x forward per token x
+    tokens (attention at `seq_len` included), `six_nd_mfu` the same with 6 N D.
+    """
+
+    model_name: str
+    chip: str
+    tokens: float
+    chip_hours: float
+    peak_flops_per_s: float
+    model_flops: float
+    six_nd_flops: float
+
+    @property
+    def available_flops(self) -> float:
+        """What the chips could have done at peak: chip-hours x 3600 s x peak FLOPs/s."""
+        return self.chip_hours * 3600.0 * self.peak_flops_per_s
+
+    @property
+    def mfu(self) -> float:
+        return self.model_flops / self.available_flops
+
+    @property
+    def six_nd_mfu(self) -> float:
+        return self.six_nd_flops / self.available_flops
+
+    def __repr__(self) -> str:
+        return (f"ReportedMfu({self.model_name} on {self.chip}: {self.tokens:.3g} tokens in "
+                f"{self.chip_hours:.3g} chip-hours: MFU {100 * self.mfu:.1f}% "
+                f"(6ND: {100 * self.six_nd_mfu:.1f}%))")
+
+
+def mfu_from_chip_hours(model: Transformer, *, tokens: float, chip_hours: float, chip: str,
+                        seq_len: int = 0, dtype: str = "bf16") -> ReportedMfu:
+    """Average MFU of a training run from its token count and reported chip-hours (Chapter 4).
+
+    MFU = 3 x forward FLOPs per token x tokens / (chip-hours x 3600 x dense peak in `dtype`).
+    Chip-hours as reported include restarts, failures, evaluation and idle time, so this is a
+    floor on the MFU of the steady-state steps a paper quotes.
+    """
+    from .hardware import chip as _chip  # hardware does not import transformer: no cycle
+
+    require_positive(tokens=tokens, chip_hours=chip_hours)
+    c = _chip(chip)
+    return ReportedMfu(model_name=model.name, chip=c.name, tokens=float(tokens), chip_hours=float(chip_hours),
+                       peak_flops_per_s=c.peak_flops_per_s(c.compute_dtype(dtype)),
+                       model_flops=flops_per_token(model, seq_len=seq_len).training_flops * tokens,
+                       six_nd_flops=6.0 * params(model).active_params * tokens)

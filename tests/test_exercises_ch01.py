@@ -4,6 +4,8 @@ Each expected value below is worked out by hand from the published figures (Aust
 NVIDIA datasheets), typed as literals: it never calls the package function that computes the
 key, so a bug in `scalebook.roofline` cannot make its own key agree with it.
 """
+import math
+
 import pytest
 
 from scalebook.exercises import check, get, problems
@@ -16,6 +18,8 @@ V5P_BF16, V5P_HBM, V5P_ICI_ONE_WAY = 459e12, 2.8e12, 9e10
 B200_FP8, B200_HBM = 4.5e15, 8e12
 V5E_BF16, V5E_HBM, V5E_ICI_BIDI = 197e12, 820e9, 9e10
 A100_HBM = 2.0e12
+H100_BF16, H100_NVLINK_ONE_WAY = 990e12, 450e9
+H100_FP32_CUDA_CORES = 67e12  # FLOP/s, NVIDIA H100 SXM datasheet (the problem states it)
 
 
 def _projection_us():
@@ -44,13 +48,23 @@ HAND = {
     "1.8": 3 * 4096 * 8192 * 2 / V6E_HBM * 1e6,       # read a, read b, write a+b; bf16
     "1.9": (2 * 5e8) / (2 * 5e8 * 4) * A100_HBM,      # 0.25 FLOP/B times 2 TB/s
     "1.10": 256 * V5E_BF16 / V5E_HBM,                 # 256 chips x 240 tokens
+    # 1.11: 0.25 FLOP/B (fp32 dot) x 3.4 TB/s against the CUDA cores' 67 TFLOP/s, in percent
+    "1.11": 100 * 0.25 * H100_HBM / H100_FP32_CUDA_CORES,
+    # 1.12: 400 FLOP/B below the v6e's 920 / 1.6 = 575: memory-bound at 400 / 575 of peak
+    "1.12": 100 * 400 / (V6E_BF16 / V6E_HBM),
+    # 1.13: intensity 4096 / 3 = 1365 > 291: compute-bound, 2 n^3 / peak, in us
+    "1.13": 2 * 4096 ** 3 / H100_BF16 * 1e6,
+    # 1.14: B D F W >= P (B D + D F + B F)  <=>  B >= P D F / (D F W - P (D + F)), rounded up
+    "1.14": math.ceil(H100_BF16 * 4096 * 14336 / (4096 * 14336 * H100_HBM - H100_BF16 * (4096 + 14336))),
+    # 1.15: (2 B F / W) / (B D F / P) = 2 P / (W D)
+    "1.15": 2 * H100_BF16 / (H100_NVLINK_ONE_WAY * 8192),
 }
 
 IDS = [p.id for p in problems("1")]
 
 
-def test_chapter_1_has_at_least_8_problems_each_with_a_hand_derivation():
-    assert len(IDS) >= 8
+def test_chapter_1_has_at_least_15_problems_each_with_a_hand_derivation():
+    assert len(IDS) >= 15
     assert set(IDS) == set(HAND)
 
 
@@ -82,3 +96,13 @@ def test_total_instead_of_per_chip_is_named_for_the_data_parallel_problem():
 def test_a_string_with_units_is_accepted():
     assert check("1.1", f"{HAND['1.1'] / 1e3:.5f} s").status == "correct"
     assert check("1.9", "500 GFLOP/s").status == "correct"
+
+
+def test_whole_token_answers_are_checked_as_integers():
+    assert check("1.14", 321).status == "correct"
+    assert check("1.14", 322).status != "correct"        # one token off is wrong, not "close"
+
+
+def test_tensor_core_share_gets_the_vector_unit_hint():
+    r = check("1.11", HAND["1.11"] * H100_FP32_CUDA_CORES / H100_BF16)
+    assert r.status == "wrong" and "CUDA cores" in r.message

@@ -1,4 +1,6 @@
 """Chapter 4's answer keys against hand derivations with literal numbers (not the package)."""
+import math
+
 import pytest
 
 from scalebook.exercises import check, get
@@ -40,6 +42,20 @@ HAND = {
     "4.8": 32 * 4 * 4096 * 32 * 128 * 256 * 8192 / 1e15,
     # 4.9: floor(40e9 / (2 x 118 x 256 x 2 bytes x 32768)).
     "4.9": 40e9 // (2 * 118 * 256 * 2 * 32768),
+    # 4.10: 6 P D_tok over 7.0 million H100-hours at 990 TFLOP/s, in percent.
+    "4.10": 100 * 6 * LLAMA3_70B_PARAMS * 15e12 / (7.0e6 * 3600 * H100_BF16),
+    # 4.11: 405B has N = 128, K = 8, H = 128. FLOPs 4 B T N H over bytes 2 B (2 T K H + 2 N H).
+    "4.11": 4 * 16 * 32768 * 128 * 128 / (2 * 16 * (2 * 32768 * 8 * 128 + 2 * 128 * 128)),
+    # 4.12: causal prefill in bf16: 2 (T/2) N / (2 (N + K)) = 32 T / 80 = 0.4 T >= 197e12 / 820e9.
+    "4.12": math.ceil(197e12 / 820e9 / 0.4),
+    # 4.13: fp8 on a B200: 4.5e15 / 8e12 FLOP/B, one byte per weight, 2 FLOPs per weight use:
+    # 281.25 tokens per expert, times E / k = 256 / 8.
+    "4.13": 4.5e15 / 8e12 / 2 * 256 / 8,
+    # 4.14: one causal T_eff x T x H matmul over 64 heads and 4 sequences, 2 x 4 x 4096 x 8192 x 64 x 128
+    # FLOPs; two forward plus five backward, in TFLOP.
+    "4.14": 7 * 2 * 4 * 4096 * 8192 * 64 * 128 / 1e12,
+    # 4.15: read 32 x 8192^2 bf16 numbers at 3.4 TB/s against 2 x 8192^2 x 32 x 128 FLOPs at 990 TFLOP/s.
+    "4.15": (2 * 32 * 8192 ** 2 / 3.4e12) / (2 * 8192 ** 2 * 32 * 128 / H100_BF16),
 }
 
 
@@ -72,3 +88,29 @@ def test_total_instead_of_per_chip_gets_the_per_chip_hint():
     assert r.status == "wrong" and "per-chip" in r.message
     r = check("4.2", HAND["4.2"] * 2048)
     assert r.status == "wrong" and "per-chip" in r.message
+
+
+def test_chapter_4_has_at_least_15_problems():
+    from scalebook.exercises import problems
+
+    assert len(problems("4")) >= 15
+
+
+def test_the_prompt_length_is_checked_as_an_integer():
+    assert check("4.12", 601).status == "correct"
+    assert check("4.12", 600).status != "correct"
+
+
+def test_forgetting_the_recomputation_gets_its_hint():
+    r = check("4.14", HAND["4.14"] * 6 / 7)
+    assert r.status == "wrong" and "recomputes" in r.message
+
+
+def test_scaling_decode_intensity_with_the_batch_gets_its_hint():
+    r = check("4.11", HAND["4.11"] * 16)
+    assert r.status == "wrong" and "cancels" in r.message
+
+
+def test_whole_sequences_are_checked_as_an_integer():
+    assert check("4.9", HAND["4.9"]).status == "correct"
+    assert check("4.9", HAND["4.9"] + 1).status != "correct"

@@ -76,3 +76,39 @@ def test_cli_measure_prints_json(monkeypatch, capsys):
     data = json.loads(out.out)
     assert data["platform"] == "cpu" and len(data["matmuls"]) == 1 and len(data["copies"]) == 1
     assert out.err == ""  # no progress bar on a stderr that is not a terminal
+
+
+def _fake_cache(tmp_path, entries):
+    for i, (level, kind, size) in enumerate(entries):
+        d = tmp_path / f"index{i}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    return str(tmp_path)
+
+
+def test_last_level_cache_is_the_largest_data_cache_at_the_highest_level(tmp_path):
+    path = _fake_cache(tmp_path, [(1, "Data", "48K"), (1, "Instruction", "32K"), (2, "Unified", "2048K"),
+                                  (3, "Unified", "105M")])
+    assert measure.last_level_cache_bytes(path) == 105 * 2**20
+
+
+def test_last_level_cache_falls_back_when_the_os_says_nothing(tmp_path, monkeypatch):
+    import os
+    monkeypatch.setattr(os, "sysconf", lambda name: (_ for _ in ()).throw(ValueError(name)))
+    assert measure.last_level_cache_bytes(str(tmp_path / "absent")) == measure.FALLBACK_LLC_BYTES
+
+
+def test_cpu_streams_are_several_times_the_last_level_cache():
+    # a 32 MiB L3: 4x = 134 MB and 16x = 537 MB, both above the 128 MB / 512 MB floors
+    assert measure.cpu_stream_sizes(32 * 2**20) == (4 * 32 * 2**20, 16 * 32 * 2**20)
+    # a small 8 MiB cache: the floors apply
+    assert measure.cpu_stream_sizes(8 * 2**20) == (128e6, 512e6)
+    # a huge cache: capped at 2 GB
+    assert measure.cpu_stream_sizes(1e9) == (2e9, 2e9)
+
+
+def test_the_default_cpu_plan_streams_past_this_machines_cache():
+    plan = measure.default_plan("cpu")
+    assert min(plan["copy_sizes"]) >= 4 * measure.last_level_cache_bytes()

@@ -173,3 +173,26 @@ def test_top_k_outside_one_to_experts_always_raises(experts, top_k):
     else:
         with pytest.raises(scalebook.Error):
             small(**kw)
+
+
+def test_reported_training_of_llama3_405b_carries_tokens_hours_and_sources():
+    from scalebook.models import reported_training
+    r = reported_training("llama3-405b")
+    assert (r.tokens, r.chip_hours, r.chip) == (15.6e12, 30.84e6, "h100")
+    assert "Herd" in r.tokens_source and "model card" in r.chip_hours_source
+    assert r.flops == 3.8e25                       # the paper's stated pre-training compute
+
+
+def test_reported_training_without_stated_flops_has_none():
+    from scalebook.models import reported_training
+    assert reported_training("llama3-70b").flops is None
+
+
+def test_reported_training_of_a_model_without_a_report_names_the_valid_ones():
+    from scalebook.models import reported_training
+    with pytest.raises(scalebook.Error, match="llama3-405b"):
+        reported_training("gpt3-175b")
+
+
+def test_llama3_published_totals_are_cited_as_checkpoint_counts():
+    assert "checkpoint" in preset("llama3-8b").published_source

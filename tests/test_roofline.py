@@ -124,3 +124,30 @@ def test_any_chip_name_gives_a_known_chip_or_raises_error(name):
     except Error:
         return
     assert found.name in chip_names()
+
+
+def test_vector_unit_peak_replaces_the_matrix_peak_when_given():
+    # 1e12 FLOPs at 50 TFLOP/s take 20 ms, whatever the chip's matrix-unit peak
+    r = roofline.op("h100", flops=1e12, hbm_bytes=1.0, peak_flops_per_s=50e12)
+    assert r.compute_seconds == pytest.approx(0.02)
+    assert r.critical_intensity_flops_per_byte == pytest.approx(50e12 / 3.4e12)
+
+
+def test_vector_unit_peak_must_be_positive():
+    with pytest.raises(Error, match="peak_flops_per_s"):
+        roofline.op("h100", flops=1.0, hbm_bytes=1.0, peak_flops_per_s=0)
+
+
+def test_tokens_per_expert_is_batch_times_top_k_over_experts():
+    assert roofline.tokens_per_expert(4096, 64, 2) == 128        # 4096 x 2 / 64
+    with pytest.raises(Error, match="experts_per_token"):
+        roofline.tokens_per_expert(4096, 4, 8)
+
+
+def test_moe_critical_batch_scales_the_dense_one_by_experts_over_top_k():
+    # H100 bf16: 990e12 / 3.4e12 = 291.2 tokens per expert; 256 experts, 8 per token: x 32
+    assert roofline.moe_critical_batch("h100", routed_experts=256, experts_per_token=8) == pytest.approx(
+        990e12 / 3.4e12 * 32)
+    # Mixtral-like: 8 experts, 2 per token on a v5e (240 per expert): x 4
+    assert roofline.moe_critical_batch("tpu-v5e", routed_experts=8, experts_per_token=2) == pytest.approx(
+        197e12 / 820e9 * 4)

@@ -205,3 +205,77 @@ def test_crossover_of_the_textbook_layer_is_8d_and_16d_causal():
     m = Transformer(layers=1, d_model=1024, heads=8, d_ff=4096, vocab=1000, mlp="gated")
     assert tr.attention_crossover_seq_len(m) == pytest.approx(8 * 1024)
     assert tr.attention_crossover_seq_len(m, causal=True) == pytest.approx(16 * 1024)
+
+
+# --- attention intensity, FlashAttention, MFU from chip-hours (Chapter 4) ------------------------
+
+def test_prefill_attention_intensity_by_hand():
+    # tiny: N=2, K=1, H=4, bf16. B=3, T=10, no causal halving:
+    # FLOPs 4 B T T N H = 4*3*10*10*2*4 = 9600; bytes 2 * B T (2 N H + 2 K H) = 2*30*(16+8) = 1440
+    a = tr.attention_intensity(tiny(), seq_len=10, batch=3, phase="prefill", causal=False)
+    assert (a.flops, a.hbm_bytes) == (9600, 1440)
+    assert a.intensity_flops_per_byte == pytest.approx(9600 / 1440)
+
+
+def test_causal_prefill_halves_the_flops_not_the_bytes():
+    full = tr.attention_intensity(tiny(), seq_len=10, phase="prefill", causal=False)
+    half = tr.attention_intensity(tiny(), seq_len=10, phase="prefill", causal=True)
+    assert (half.flops, half.hbm_bytes) == (full.flops / 2, full.hbm_bytes)
+
+
+def test_decode_attention_intensity_by_hand():
+    # one new token against T=10 cached: FLOPs 4 B T N H = 4*3*10*2*4 = 960;
+    # bytes 2 * B (2 T K H + 2 N H) = 2*3*(80 + 16) = 576
+    a = tr.attention_intensity(tiny(), seq_len=10, batch=3, phase="decode")
+    assert (a.flops, a.hbm_bytes) == (960, 576)
+
+
+def test_decode_intensity_tends_to_the_group_size_whatever_the_batch():
+    m = preset("llama3-70b")          # N = 64, K = 8: 8 query heads share each cached head
+    for batch in (1, 64):
+        a = tr.attention_intensity(m, seq_len=1_000_000, batch=batch, phase="decode")
+        assert a.intensity_flops_per_byte == pytest.approx(8, rel=1e-4)
+
+
+def test_attention_intensity_rejects_mla_and_unknown_phases():
+    with pytest.raises(scalebook.Error, match="MLA"):
+        tr.attention_intensity(preset("deepseek-v3"), seq_len=8)
+    with pytest.raises(scalebook.Error, match="decode"):
+        tr.attention_intensity(tiny(), seq_len=8, phase="training")
+
+
+def test_flash_attention_flops_by_hand():
+    # tiny, B=1, T=10, not causal: one T x T x H matmul over N=2 heads = 2*10*10*4*2 = 1600 FLOPs
+    # forward: QK^T and PV = 3200; backward: QK^T again, dV, dP, dQ, dK = 8000; D: 2 T N H = 160
+    c = tr.flash_attention_cost(tiny(), batch=1, seq_len=10, causal=False)
+    assert (c.forward_flops, c.backward_flops, c.recompute_flops, c.d_term_flops) == (3200, 8000, 1600, 160)
+    assert c.backward_over_forward == 2.5
+    assert c.training_flops == 3.5 * c.forward_flops
+
+
+def test_flash_attention_bytes_by_hand():
+    # tiny, B=1, T=10, bf16 (2 B), fp32 statistics (4 B); N H = 8, K H = 4, N = 2
+    # forward: Q, K, V read + O written = 10*2*(8+4+4+8) = 480; l written = 10*2*4 = 80
+    # backward: O, dO, Q, dO, dQ (5 x 8) and K, V, dK, dV (4 x 4) = 10*2*56 = 1120;
+    #           D written, l and D read = 3 * 10*2*4 = 240
+    c = tr.flash_attention_cost(tiny(), batch=1, seq_len=10, causal=False)
+    assert (c.forward_hbm_bytes, c.backward_hbm_bytes) == (560, 1360)
+    assert c.probabilities_bytes == 2 * 2 * 10 * 10          # N T^2 bf16 numbers
+
+
+def test_mfu_from_chip_hours_by_hand():
+    # tiny's matmul weights: per layer Q, O 8x8, K, V 8x4, MLP 3 x 8x16 = 576; 2 layers + unembedding
+    # 8x10 = 1232, so 6 x 1232 = 7392 training FLOPs per token (no norms, no embedding lookup).
+    # 1000 H100-hours at 990 TFLOP/s = 3.564e21 FLOPs against 1e9 tokens' 7.392e12.
+    r = tr.mfu_from_chip_hours(tiny(), tokens=1e9, chip_hours=1000, chip="h100")
+    assert r.available_flops == pytest.approx(1000 * 3600 * 990e12)
+    assert r.mfu == pytest.approx(7392e9 / 3.564e21)
+
+
+def test_llama3_405b_mfu_from_its_reported_gpu_hours():
+    # 6 N D with N = 405.9e9 (checkpoint count), D = 15.6e12 tokens, 30.84e6 H100-hours at 990 TFLOP/s:
+    # 3.80e25 / 1.099e29 = 34.6%
+    from scalebook.models import reported_training
+    r = reported_training("llama3-405b")
+    got = tr.mfu_from_chip_hours(preset("llama3-405b"), tokens=r.tokens, chip_hours=r.chip_hours, chip=r.chip)
+    assert got.six_nd_mfu == pytest.approx(6 * 405.85e9 * 15.6e12 / (30.84e6 * 3600 * 990e12), rel=2e-3)

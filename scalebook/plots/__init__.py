@@ -8,6 +8,7 @@ from __future__ import annotations
 from .rooflines import *  # noqa: F401,F403  (chapter 1)
 from .accelerators import *  # noqa: F401,F403  (chapter 2)
 from .transformers import *  # noqa: F401,F403  (chapter 4)
+from .attention_costs import *  # noqa: F401,F403  (chapter 4: attention and MoE rooflines)
 from .collectives import *  # noqa: F401,F403  (chapter 3)
 from .sharding import *  # noqa: F401,F403  (chapter 3: hops, idle axes)
 from .training import *  # noqa: F401,F403  (chapter 5)

@@ -79,3 +79,54 @@ def dot_product_flops_per_s(chip, length, dtype):
          dtype="bf16", n_chips=256)
 def global_batch(chip, dtype, n_chips):
     return n_chips * roofline.critical_batch(chip, dtype)
+
+
+@problem("1.11", title="A dot product on the vector units", unit="%", chip="h100", length=2e8, dtype="fp32",
+         vector_peak_flops_per_s=67e12,
+         slips={67e12 / hardware.chip("h100").peak_flops_per_s("bf16"): "that is the share of the tensor cores' bf16 peak: a dot product runs on the CUDA cores"})
+def dot_vector_utilization_pct(chip, length, dtype, vector_peak_flops_per_s):
+    # A dot product has no matrix to multiply: it runs on the CUDA cores, so its utilization is
+    # measured against their peak. 2N FLOPs over 2N b bytes, memory-bound at any vector peak.
+    r = roofline.op(chip, flops=2 * length, hbm_bytes=2 * length * units.dtype_bytes(dtype),
+                    peak_flops_per_s=vector_peak_flops_per_s)
+    return 100 * r.utilization
+
+
+@problem("1.12", title="The same kernel on a newer TPU", unit="%", old_chip="tpu-v5e", new_chip="tpu-v6e",
+         intensity=400.0)
+def newer_chip_fraction_pct(old_chip, new_chip, intensity):
+    # Compute-bound on the old chip (400 > 240) says nothing about the new one: compare the
+    # kernel's intensity with the new chip's critical intensity; below it, the kernel reaches
+    # intensity / critical of the peak.
+    return 100 * min(1.0, intensity / roofline.critical_intensity(new_chip))
+
+
+@problem("1.13", title="A square matmul on an H100", unit="us", chip="h100", size=4096, dtype="bf16",
+         slips={2: _TWO})
+def square_matmul_us(chip, size, dtype):
+    # Intensity of a square bf16 matmul is about size / 3 = 1365 FLOP/B, above the H100's 291:
+    # compute-bound, so the time is 2 n^3 / peak.
+    return roofline.matmul(chip, batch=size, d_model=size, d_ff=size, dtype=dtype).lower_seconds * 1e6
+
+
+@problem("1.14", title="The first compute-bound batch of a real projection", unit="token", rel_tol=0.0,
+         chip="h100", d_model=4096, d_ff=14336, dtype="bf16",
+         hint="count the activation and output bytes too, and answer a whole number of tokens")
+def first_compute_bound_batch(chip, d_model, d_ff, dtype):
+    # The limit rule B* = peak / bandwidth ignores the B D and B F bytes; with them the matmul
+    # crosses over at the smallest whole B with 2 B D F / peak >= 2 (B D + D F + B F) / bandwidth.
+    b = 1
+    while roofline.matmul(chip, batch=b, d_model=d_model, d_ff=d_ff, dtype=dtype).bound != "compute":
+        b += 1
+    return b
+
+
+@problem("1.15", title="Exchange over compute for two H100s", unit="", chip="h100", batch=1024, d_model=8192,
+         d_ff=28672, dtype="bf16",
+         slips={2: "off by a factor of 2: each chip does half the FLOPs, and each partial sum crosses the "
+                   "link one way"})
+def split_comm_over_compute(chip, batch, d_model, d_ff, dtype):
+    # Split along D: per chip 2 B (D/2) F FLOPs, then the [B, F] partial sum goes one way over
+    # NVLink. The ratio is 2 peak / (W D), whatever B and F.
+    r = roofline.split_matmul(chip, batch=batch, d_model=d_model, d_ff=d_ff, dtype=dtype)
+    return r.comm_seconds / r.compute_seconds
