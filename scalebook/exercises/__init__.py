@@ -188,9 +188,10 @@ def check(id: str, answer: object) -> CheckResult:
             given = answers.read_answer(answer, p.unit)
         except answers.Unreadable as e:
             given = None
+            counted = answers.asks_for(p.unit) == answers.asks_for("") or not answers.asks_for(p.unit).endswith(p.unit)
             accepted = "" if "asks for" in str(e) else (
-                f" (this problem asks for {answers.asks_for(p.unit)}: a number"
-                + (f" in {p.unit} or a string like '1.5 {p.unit}')" if p.unit else ")"))
+                f" (this problem asks for {answers.asks_for(p.unit)}: "
+                + ("a number)" if counted else f"a number in {p.unit} or a string like '1.5 {p.unit}')"))
             result = CheckResult(id, "wrong", None, expected, p.unit, f"{e}{accepted}")
         if given is not None:
             result = _verdict(p, given, expected, show)
@@ -228,19 +229,28 @@ def _verdict(p: Problem, given: float, expected: float, show) -> CheckResult:
 
 def _record(result: CheckResult) -> None:
     """Append the verdict to $SCALEBOOK_RECORD (a JSON-lines file) when grading a notebook, with
-    the execution count of the cell that called check() so the grader knows which cell it was."""
+    the running cell's execution count and source, so the grader knows which cell called check()."""
     path = os.environ.get("SCALEBOOK_RECORD")
     if path:
+        count, source = _running_cell()
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"id": result.id, "status": result.status, "score": result.score,
-                                "message": result.message, "execution_count": _execution_count()}) + "\n")
+                                "message": result.message, "execution_count": count, "source": source}) + "\n")
 
 
-def _execution_count() -> int | None:
-    """The running cell's execution count inside an IPython kernel, else None."""
+def _running_cell() -> tuple[int | None, str | None]:
+    """(execution count, source) of the cell running in an IPython kernel, else (None, None).
+
+    IPython stores a cell's input (`In[-1]`) before running it; whether its execution count is
+    already advanced depends on the IPython version, so the grader matches on the source first.
+    """
     import sys
 
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is None:
+        return None, None
     count = getattr(shell, "execution_count", None)
-    return count if isinstance(count, int) else None
+    history = getattr(shell, "user_ns", {}).get("In")
+    source = history[-1] if isinstance(history, list) and history and isinstance(history[-1], str) else None
+    return (count if isinstance(count, int) else None), source

@@ -179,7 +179,8 @@ def show(x: float, unit: str) -> str:
     A value asked in a prefixed unit that reads better with another prefix gets the SI reading in
     parentheses; the number itself always stays in the problem's unit, since that is what to type.
     """
-    text = number(x) + (f" {unit}" if unit else "")
+    plural = unit in ("token", "chip", "param") and number(x) != "1"
+    text = number(x) + (f" {unit}{'s' if plural else ''}" if unit else "")
     canon, factor = _unit(unit)
     if canon in ("s", "B", "B/s", "FLOP", "FLOP/s") and x != 0 and not (1e-1 <= abs(x) < 1e4):
         alt = units.format_quantity(x * factor, canon, 4)
