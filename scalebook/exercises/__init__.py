@@ -121,13 +121,16 @@ def _slip_hints(p: Problem) -> list[tuple[float, str, int]]:
         (4, "off by a factor of 4: check bytes per element (fp32 = 4, bf16 = 2, int8 = 1)"),
         (100, "off by a factor of 100: a percentage where a fraction is asked (or the reverse)?"),
         (1e3, "off by a factor of 1000: a unit prefix (ms vs s, GB vs MB, TFLOP vs GFLOP)?"),
-        (1024, "off by a factor of 1024: a binary prefix (KiB, MiB) mixed with a decimal one, or a prefix step?"),
         (1e6, "off by a factor of a million: a unit prefix (us vs s, TB vs MB)?"),
         (1e9, "off by a factor of 1e9: a unit prefix (ns vs s, GB vs B)?"),
         (1e12, "off by a factor of 1e12: a unit prefix (TFLOP vs FLOP)?"),
-        (1.024**3, "off by about 7%: GiB (2^30 bytes) vs GB (1e9)?"),
-        (1.024**2, "off by about 5%: MiB (2^20 bytes) vs MB (1e6)?"),
     ]
+    if answers.asks_for(p.unit).startswith(("a size", "a bandwidth")):  # binary prefixes only measure bytes
+        generic += [
+            (1024, "off by a factor of 1024: a binary prefix step (KiB to MiB) where a decimal one (kB to MB) is meant?"),
+            (1.024**3, "off by about 7%: GiB (2^30 bytes) vs GB (1e9)?"),
+            (1.024**2, "off by about 5%: MiB (2^20 bytes) vs MB (1e6)?"),
+        ]
     out += [(t, h, 2) for t, h in generic]
     return out
 
@@ -190,8 +193,8 @@ def check(id: str, answer: object) -> CheckResult:
             given = None
             counted = answers.asks_for(p.unit) == answers.asks_for("") or not answers.asks_for(p.unit).endswith(p.unit)
             accepted = "" if "asks for" in str(e) else (
-                f" (this problem asks for {answers.asks_for(p.unit)}: "
-                + ("a number)" if counted else f"a number in {p.unit} or a string like '1.5 {p.unit}')"))
+                f" (this problem asks for {answers.asks_for(p.unit)}"
+                + (")" if counted else f": a number in {p.unit} or a string like '1.5 {p.unit}')"))
             result = CheckResult(id, "wrong", None, expected, p.unit, f"{e}{accepted}")
         if given is not None:
             result = _verdict(p, given, expected, show)
