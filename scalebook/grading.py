@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import json
 import logging
+import os
 import re
 import tempfile
 from dataclasses import dataclass
@@ -64,6 +65,12 @@ def _needs():
     return nbclient, nbformat
 
 
+def _path(path: object, what: str) -> Path:
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise Error(f"the {what} must be a path (a string or a Path), got {_one_line(repr(path), 60)}")
+    return Path(path)
+
+
 def read_notebook(path: "str | Path"):
     """The notebook at `path` as an nbformat v4 node; `Error` (one line) for anything else.
 
@@ -71,8 +78,8 @@ def read_notebook(path: "str | Path"):
     binary or truncated files, JSON that is not a notebook, and notebooks that fail nbformat's schema.
     """
     _, nbformat = _needs()
-    p = Path(path)
-    name = str(p)
+    p = _path(path, "notebook")
+    name = clean(p)
     if p.suffix.lower() == ".md":
         raise Error(f"{name} is a MyST source of the book, which holds the worked solutions: grade your copy of "
                     f"the student notebook {p.with_suffix('.ipynb').name} instead")
@@ -117,13 +124,17 @@ def read_notebook(path: "str | Path"):
 def page_of(nb, path: "str | Path") -> str:
     """The problem page the notebook belongs to: `metadata.scalebook.page`, else a page whose name
     appears in the file name ('Copy of 01-rooflines (2).ipynb'), else the one page whose number
-    leads the file name ('02-mine.ipynb'). Raises `NotAProblemNotebook` when none fits."""
+    leads the file name ('02-mine.ipynb'). Raises `NotAProblemNotebook` when none fits, and for a
+    chapter's notebook (`metadata.scalebook.kind` 'chapter')."""
     from .exercises import pages
 
     known = pages()
     meta = nb.metadata.get("scalebook")
     page = meta.get("page") if isinstance(meta, dict) else None
-    name = Path(path).name
+    name = clean(Path(path).name)
+    if isinstance(meta, dict) and meta.get("kind") == "chapter":
+        raise NotAProblemNotebook(f"{name} is the notebook of the chapter {clean(page)!r}, which has no problems: "
+                                  f"grade your copy of exercises/{clean(page)}.ipynb")
     if page is not None:
         if page in known:
             return page
@@ -263,7 +274,7 @@ def _kernel(nb, kernel_name: str | None) -> str:
     installed = KernelSpecManager().find_kernel_specs()
     if kernel_name is None:
         own = (nb.metadata.get("kernelspec") or {}).get("name") if isinstance(nb.metadata.get("kernelspec"), dict) else None
-        kernel_name = own if own in installed else "python3"
+        kernel_name = own if isinstance(own, str) and own in installed else "python3"
     if kernel_name not in installed:
         raise Error(f"no Jupyter kernel named {clean(kernel_name)!r} is installed"
                     + (f" (installed: {', '.join(sorted(installed))})" if installed else "")
@@ -402,14 +413,16 @@ def grade(path: "str | Path", timeout_s: float = DEFAULT_TIMEOUT_S, kernel_name:
     that belongs to no page (`NotAProblemNotebook`), a kernel that dies or is missing, and a cell
     that runs longer than `timeout_s`.
     """
-    p = Path(path)
+    if not (isinstance(timeout_s, (int, float)) and not isinstance(timeout_s, bool) and 0 < timeout_s < float("inf")):
+        raise Error(f"timeout_s must be a positive number of seconds, got {_one_line(repr(timeout_s), 60)}")
+    if kernel_name is not None and not (isinstance(kernel_name, str) and kernel_name.strip()):
+        raise Error(f"kernel_name must be the name of a Jupyter kernel (like 'python3'), got {_one_line(repr(kernel_name), 60)}")
+    p = _path(path, "notebook")
     nb = read_notebook(p)
     page = page_of(nb, p)
     why = solutions_in(nb)
     if why is not None:
-        raise Error(f"{p.name} holds worked solutions, so it cannot be graded: {why}")
-    if not (isinstance(timeout_s, (int, float)) and not isinstance(timeout_s, bool) and 0 < timeout_s < float("inf")):
-        raise Error(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+        raise Error(f"{clean(p.name)} holds worked solutions, so it cannot be graded: {why}")
     kernel = _kernel(nb, kernel_name)
     from .exercises import problems
 
@@ -505,13 +518,13 @@ def notebooks_in(folder: "str | Path") -> list[Path]:
 
     Raises `Error` when `folder` is not a folder or holds no notebook.
     """
-    d = Path(folder)
+    d = _path(folder, "folder")
     if not d.is_dir():
-        raise Error(f"{str(d)!r} is not a folder: give the folder that holds your problem notebooks "
+        raise Error(f"{clean(d)!r} is not a folder: give the folder that holds your problem notebooks "
                     "(e.g. exercises/)")
     found = sorted(p for p in d.glob("*.ipynb") if p.is_file())
     if not found:
-        raise Error(f"no notebooks (*.ipynb) in {str(d)!r}: give the folder that holds your problem notebooks")
+        raise Error(f"no notebooks (*.ipynb) in {clean(d)!r}: give the folder that holds your problem notebooks")
     return found
 
 

@@ -1,5 +1,6 @@
 """exercises.check: verdicts, units, hints for the usual slips, strict mode, grading records."""
 import json
+import math
 
 import numpy as np
 import pytest
@@ -198,3 +199,27 @@ def test_bank_problems_know_their_page_from_the_module_name():
     assert page_of_module("scalebook.exercises.bank.ch06_training_llama") == "06-training-llama"
     assert get("1.1").page == "01-rooflines" and "01-rooflines" in pages()
     assert problems(page="01-rooflines") == problems("1")
+
+
+def test_any_answer_gets_a_verdict_never_an_exception():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+
+    answers = st.one_of(
+        st.none(), st.booleans(), st.integers(), st.integers(min_value=10**300, max_value=10**5000), st.floats(),
+        st.complex_numbers(), st.text(), st.from_regex(r"\s*[-+]?[\d,._]{0,12}([eE][-+]?\d{1,4})?\s*[a-zA-Z%/µ$ ]{0,8}"),
+        st.lists(st.floats(), max_size=3), hnp.arrays(hnp.floating_dtypes() | hnp.integer_dtypes(), hnp.array_shapes(max_dims=2, max_side=2)),
+        st.builds(np.float32, st.floats(width=32)), st.binary(max_size=8),
+    )
+
+    @settings(max_examples=1500, deadline=None)
+    @given(answers)
+    def verdict(answer):
+        r = check("0.2", answer)
+        assert r.status in ("correct", "close", "wrong", "missing")
+        assert r.message and not any(ord(c) < 32 for c in r.message)
+        assert r.given is None or math.isfinite(r.given)  # what was read is a finite number, or nothing
+        assert r.status not in ("correct", "close") or r.given is not None
+
+    verdict()

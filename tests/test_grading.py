@@ -104,6 +104,9 @@ def test_the_page_comes_from_metadata_then_from_the_file_name():
         page_of(nb, "x.ipynb")
     with pytest.raises(NotAProblemNotebook, match="belongs to"):
         page_of(nbformat.v4.new_notebook(), "scratch.ipynb")
+    nb.metadata["scalebook"] = {"page": "01-rooflines", "kind": "chapter"}  # a chapter's notebook
+    with pytest.raises(NotAProblemNotebook, match="grade your copy of exercises/01-rooflines.ipynb"):
+        page_of(nb, "01-rooflines.ipynb")
 
 
 @pytest.mark.parametrize("md", EXERCISES, ids=lambda p: p.name)

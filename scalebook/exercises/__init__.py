@@ -64,7 +64,7 @@ def pages() -> list[str]:
 def get(id: str) -> Problem:
     """The problem with this id; raises `Error` listing valid ids if there is none."""
     _load_banks()
-    if id not in _BANK:
+    if not isinstance(id, str) or id not in _BANK:
         raise Error(f"no problem {id!r}; valid ids: {', '.join(p.id for p in problems())}")
     return _BANK[id]
 
