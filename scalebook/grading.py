@@ -1,111 +1,463 @@
-"""Grade a filled exercise notebook: run it, collect every `check()` verdict, score it.
+"""Grade a filled problem notebook: run it, collect its `check()` verdicts, score its page.
 
-Each `check()` appends its verdict to the JSON-lines file named by $SCALEBOOK_RECORD; grading
-runs the notebook in a fresh kernel with that variable set, so the student's code runs exactly
-as it would in Jupyter and nothing in the notebook is parsed or evaluated by the grader.
-Needs nbclient and nbformat (the `book` or `test` extras).
+**Grading executes the notebook's code** in a fresh Jupyter kernel, exactly as running it in
+Jupyter would: grade only notebooks you trust.
+
+A notebook belongs to one problem page (`metadata.scalebook.page` of the generated notebooks,
+else the page named in its file name, as in `01-rooflines (1).ipynb`), and is scored against
+every problem of that page: each one `correct`, `close`, `wrong` or `missing` as its last
+`check()` said, or `error` when a cell of that problem raised before its check finished (its
+`answer` would be stale). Cells that raise do not stop the run; checks of other pages' problems
+are ignored. Each `check()` appends its verdict, with the running cell's execution count, to
+the JSON-lines file named by $SCALEBOOK_RECORD, so the grader never parses or evaluates answers.
+
+Refused before anything runs (`Error`, one line): MyST sources (`.md`, which hold the worked
+solutions), notebooks that hold solutions (see `solutions_in`), files that are not notebooks.
+A kernel that dies, a cell that runs past the per-cell timeout, or a missing kernel also raise
+`Error`. Needs nbclient, nbformat and ipykernel (`pip install 'scalebook[grade]'`).
 """
 from __future__ import annotations
 
+import ast
 import json
+import logging
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import Error
 
+__all__ = ["Grade", "PageProgress", "Progress", "NotAProblemNotebook", "grade", "grade_all", "notebooks_in",
+           "read_notebook", "page_of", "solutions_in", "DEFAULT_TIMEOUT_S"]
 
-@dataclass(frozen=True)
-class Grade:
-    """Verdicts of one notebook: rows of (id, status, score, message), and the total."""
-
-    notebook: str
-    rows: tuple[dict, ...]
-    error: str | None = None
-
-    @property
-    def score(self) -> float:
-        return sum(r["score"] for r in self.rows)
-
-    @property
-    def out_of(self) -> int:
-        return len(self.rows)
-
-    def __repr__(self) -> str:
-        return f"Grade({self.notebook}: {self.score:g}/{self.out_of})"
+#: Seconds a single cell may run before grading gives up (the CLI's --timeout default). The
+#: book's slowest problem cell (JAX compiling on simulated devices) takes a few seconds.
+DEFAULT_TIMEOUT_S = 120
+_MAX_BYTES = 64 * 2**20  # a notebook larger than this is not a problem page
+_STATUSES = ("correct", "close", "wrong", "missing", "error")
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def grade(path: "str | Path", timeout_s: int = 600) -> Grade:
-    """Execute the notebook at `path` (.ipynb, or a MyST .md) and collect its check() verdicts.
+class NotAProblemNotebook(Error):
+    """A notebook that belongs to no problem page (`grade --all` passes over it)."""
 
-    The last verdict for each problem id counts. A cell that raises stops the run; the
-    verdicts collected before it still count and `error` names the failure.
-    """
+
+def clean(text: object) -> str:
+    """`text` with terminal escape sequences and other control characters removed."""
+    return _CONTROL.sub("", _ANSI.sub("", str(text)))
+
+
+def _one_line(text: object, limit: int = 200) -> str:
+    lines = [ln.strip() for ln in clean(text).splitlines() if ln.strip()]
+    line = lines[0] if lines else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _needs():
     try:
         import nbclient
         import nbformat
     except ImportError:
-        raise Error("grading needs nbclient and nbformat: pip install 'scalebook[book]'") from None
-    p = Path(path)
+        raise Error("grading needs nbclient, nbformat and ipykernel: pip install 'scalebook[grade]'") from None
+    return nbclient, nbformat
+
+
+def _path(path: object, what: str) -> Path:
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise Error(f"the {what} must be a path (a string or a Path), got {_one_line(repr(path), 60)}")
+    return Path(path)
+
+
+def read_notebook(path: "str | Path"):
+    """The notebook at `path` as an nbformat v4 node; `Error` (one line) for anything else.
+
+    Refuses MyST sources (`.md`: they hold the worked solutions), folders, missing, empty,
+    binary or truncated files, JSON that is not a notebook, and notebooks that fail nbformat's schema.
+    """
+    _, nbformat = _needs()
+    p = _path(path, "notebook")
+    name = clean(p)
+    if p.suffix.lower() == ".md":
+        raise Error(f"{name} is a MyST source of the book, which holds the worked solutions: grade your copy of "
+                    f"the student notebook {p.with_suffix('.ipynb').name} instead")
+    if p.is_dir():
+        raise Error(f"{name} is a folder: give one notebook (.ipynb), or grade a folder with --all DIR")
     if not p.exists():
-        raise Error(f"no notebook at {str(p)!r}")
-    if p.suffix == ".ipynb":
-        nb = nbformat.read(p, as_version=4)
-    elif p.suffix == ".md":
-        import jupytext
+        raise Error(f"no notebook at {name}")
+    if p.suffix.lower() != ".ipynb":
+        raise Error(f"cannot grade {p.name}: give a Jupyter notebook (.ipynb)")
+    try:
+        size = p.stat().st_size
+        if size > _MAX_BYTES:
+            raise Error(f"{name} is {size / 2**20:.0f} MiB, too large to be a problem notebook")
+        data = p.read_bytes()
+    except OSError as e:
+        raise Error(f"cannot read {name}: {_one_line(e.strerror or e)}") from None
+    if not data.strip():
+        raise Error(f"{name} is empty: it is not a notebook")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise Error(f"{name} is not a text file (not UTF-8): a notebook is JSON") from None
+    try:
+        raw = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        where = f" (line {e.lineno}, column {e.colno}: {e.msg})" if isinstance(e, json.JSONDecodeError) else ""
+        raise Error(f"{name} is not valid JSON{where}: is the file truncated?") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells", raw.get("worksheets")), list):
+        raise Error(f"{name} is JSON but not a Jupyter notebook (no list of cells)")
+    try:
+        import warnings
 
-        nb = jupytext.read(p, fmt="md:myst")
-    else:
-        raise Error(f"cannot grade {p.name!r}: give a .ipynb (or a MyST .md) notebook")
-    with tempfile.TemporaryDirectory() as tmp:
-        record = Path(tmp) / "verdicts.jsonl"
-        old = os.environ.get("SCALEBOOK_RECORD"), os.environ.get("SCALEBOOK_STRICT")
-        os.environ["SCALEBOOK_RECORD"] = str(record)
-        os.environ.pop("SCALEBOOK_STRICT", None)
-        error = None
-        try:
-            nbclient.NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
-                                    resources={"metadata": {"path": str(p.resolve().parent)}}).execute()
-        except nbclient.exceptions.CellExecutionError as e:
-            error = str(e).strip().splitlines()[-1] if str(e).strip() else "a cell raised"
-        finally:
-            for key, value in zip(("SCALEBOOK_RECORD", "SCALEBOOK_STRICT"), old):
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
-        verdicts: dict[str, dict] = {}
-        if record.exists():
-            for line in record.read_text(encoding="utf-8").splitlines():
-                row = json.loads(line)
-                verdicts[row["id"]] = row
-    from .exercises import problems
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(text, as_version=4)
+            nbformat.validate(nb)
+    except Exception as e:  # nbformat raises many kinds for a malformed notebook
+        raise Error(f"{name} is not a valid Jupyter notebook: {_one_line(e)}") from None
+    return nb
 
-    order = {pr.id: i for i, pr in enumerate(problems())}
-    rows = tuple(sorted(verdicts.values(), key=lambda r: order.get(r["id"], len(order))))
-    return Grade(notebook=str(p), rows=rows, error=error)
+
+def page_of(nb, path: "str | Path") -> str:
+    """The problem page the notebook belongs to: `metadata.scalebook.page`, else a page whose name
+    appears in the file name ('Copy of 01-rooflines (2).ipynb'), else the one page whose number
+    leads the file name ('02-mine.ipynb'). Raises `NotAProblemNotebook` when none fits, and for a
+    chapter's notebook (`metadata.scalebook.kind` 'chapter')."""
+    from .exercises import pages
+
+    known = pages()
+    meta = nb.metadata.get("scalebook")
+    page = meta.get("page") if isinstance(meta, dict) else None
+    name = clean(Path(path).name)
+    if isinstance(meta, dict) and meta.get("kind") == "chapter":
+        raise NotAProblemNotebook(f"{name} is the notebook of the chapter {clean(page)!r}, which has no problems: "
+                                  f"grade your copy of exercises/{clean(page)}.ipynb")
+    if page is not None:
+        if page in known:
+            return page
+        raise Error(f"{name}: its metadata names the problem page {clean(page)!r}, which has no problems; "
+                    f"pages: {', '.join(known)}")
+    stem = Path(path).stem
+    inside = sorted((p for p in known if p in stem), key=len)
+    if inside:
+        return inside[-1]
+    lead = re.match(r"^(\d+[a-z]?)(?![\w])|^(\d+[a-z]?)[-_ ]", stem)
+    if lead:
+        number = lead.group(1) or lead.group(2)
+        same = [p for p in known if p.split("-")[0] == number]
+        if len(same) == 1:
+            return same[0]
+    raise NotAProblemNotebook(f"cannot tell which problem page {name} belongs to: it has no "
+                              f"metadata.scalebook.page and its name names no page ({', '.join(known)})")
+
+
+def _code_of(source: str) -> ast.Module | None:
+    """The cell's code as a syntax tree, IPython magics and shell lines blanked; None if it does not parse."""
+    lines = ["" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.splitlines()]
+    try:
+        return ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _computed(value: ast.AST | None) -> bool:
+    """Whether an expression computes something (uses a name or calls a function), rather than
+    being a literal answer such as `7.6`, `13e9 * 2 / 3.35e12`, `"7.6 ms"` or `None`."""
+    return value is not None and any(isinstance(n, (ast.Name, ast.Call, ast.Attribute, ast.Subscript))
+                                     for n in ast.walk(value))
+
+
+def _checked_ids(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, problem id) of every `check("id", ...)` call in a cell."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id == "check") or (isinstance(f, ast.Attribute) and f.attr == "check"):
+                out.append((node.lineno, node.args[0].value))
+    return out
+
+
+_CHECK_TEXT = re.compile(r"""\bcheck\(\s*["']([^"']+)["']""")
+_SOLUTION_MARKER = re.compile(r"\{solution(?:-start|-end)?\}")
+
+
+def _check_ids_of(source: str) -> list[str]:
+    tree = _code_of(source)
+    return [pid for _, pid in sorted(_checked_ids(tree))] if tree is not None else _CHECK_TEXT.findall(source)
+
+
+def solutions_in(nb) -> str | None:
+    """Why the notebook holds worked solutions, or None when it holds none.
+
+    The generated student notebook has, for each problem, a cell `answer = None` and a separate
+    cell `check("id", answer)`. A notebook holds solutions when (1) a Markdown or raw cell carries
+    the MyST solution markers of the book's sources (`{solution-start}`, `{solution}`); (2) one
+    code cell computes `answer` from names or calls and then checks a problem, as every worked
+    solution does (a reader's cell that assigns a literal, `answer = 7.6`, is never taken for
+    one); or (3) a code cell reads the answer key (`get("1.1").answer()`, `.solve(`). This catches
+    the book's own solutions in any form, not a determined copier.
+    """
+    for i, cell in enumerate(nb.cells, 1):
+        source = cell.get("source", "")
+        if cell.cell_type != "code":
+            if _SOLUTION_MARKER.search(source):
+                return f"cell {i} has the book's worked solutions (a MyST solution block)"
+            continue
+        tree = _code_of(source)
+        if tree is None:
+            continue
+        assigned = [node.lineno for node in ast.walk(tree)
+                    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                    and any(isinstance(t, ast.Name) and t.id == "answer"
+                            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))
+                    and (isinstance(node, ast.AugAssign) or _computed(node.value))]
+        checks = _checked_ids(tree)
+        later = [pid for line, pid in checks if assigned and line > min(assigned)]
+        if later:
+            return (f"cell {i} computes `answer` and checks problem {later[0]} in one cell, as the worked "
+                    "solutions do: keep your answer in its own `answer = ...` cell and the check in the next")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("answer", "solve") and isinstance(node.func.value, ast.Call):
+                return f"cell {i} reads the answer key (`.{node.func.attr}()` of a problem)"
+    return None
 
 
 @dataclass(frozen=True)
-class ChapterProgress:
-    """One chapter's problems across the graded notebooks of a folder.
+class Grade:
+    """One notebook graded against its page: a row (id, status, score, message) per problem."""
 
-    `total` is the number of problems the bank has for the chapter (not only those a notebook
-    checked); a problem counts once, with its best verdict across the chapter's notebooks.
+    notebook: str
+    page: str
+    rows: tuple[dict, ...]
+    #: One line per cell that raised ("cell 12 (answer = 1/0): ZeroDivisionError: ...").
+    failed_cells: tuple[str, ...] = ()
+    #: Ids checked in the notebook that belong to other pages (not scored).
+    ignored: tuple[str, ...] = ()
+
+    @property
+    def score(self) -> float:
+        """Correct answers count 1, close ones 1/2, as `CheckResult.score`."""
+        return sum(r["score"] for r in self.rows)
+
+    @property
+    def out_of(self) -> int:
+        """The number of problems on the page."""
+        return len(self.rows)
+
+    @property
+    def error(self) -> str | None:
+        """The first cell that raised, or None when every cell ran."""
+        return self.failed_cells[0] if self.failed_cells else None
+
+    def count(self, status: str) -> int:
+        return sum(r["status"] == status for r in self.rows)
+
+    def to_dict(self) -> dict:
+        return {"notebook": self.notebook, "page": self.page, "rows": [dict(r) for r in self.rows],
+                "score": self.score, "out_of": self.out_of, "failed_cells": list(self.failed_cells),
+                "ignored": list(self.ignored), "error": self.error}
+
+    def __repr__(self) -> str:
+        return f"Grade({self.notebook} [{self.page}]: {self.score:g}/{self.out_of})"
+
+
+def _kernel(nb, kernel_name: str | None) -> str:
+    """The kernel to run: `kernel_name`, else the notebook's own if installed, else python3."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    installed = KernelSpecManager().find_kernel_specs()
+    if kernel_name is None:
+        own = (nb.metadata.get("kernelspec") or {}).get("name") if isinstance(nb.metadata.get("kernelspec"), dict) else None
+        kernel_name = own if isinstance(own, str) and own in installed else "python3"
+    if kernel_name not in installed:
+        raise Error(f"no Jupyter kernel named {clean(kernel_name)!r} is installed"
+                    + (f" (installed: {', '.join(sorted(installed))})" if installed else "")
+                    + ": pip install ipykernel, or pip install 'scalebook[grade]'")
+    return kernel_name
+
+
+def _quiet_log() -> logging.Logger:
+    log = logging.getLogger("scalebook.grading.nbclient")
+    log.addHandler(logging.NullHandler())
+    log.propagate = False
+    return log
+
+
+def _label(nb, index: int) -> str:
+    first = next((ln.strip() for ln in nb.cells[index].get("source", "").splitlines() if ln.strip()), "")
+    first = clean(first)
+    return f"cell {index + 1}" + (f" ({first[:40]}{'...' if len(first) > 40 else ''})" if first else "")
+
+
+def _execute(nb, path: Path, record: Path, timeout_s: float, kernel_name: str) -> None:
+    """Run every cell (errors recorded in the outputs, not raised); `Error` when the run itself fails."""
+    import os
+    import subprocess
+
+    nbclient, _ = _needs()
+    from jupyter_client.kernelspec import NoSuchKernel
+
+    running = {"index": None}
+
+    def on_cell_start(cell, cell_index, **_):
+        running["index"] = cell_index
+
+    env = {k: v for k, v in os.environ.items() if k != "SCALEBOOK_STRICT"}
+    env["SCALEBOOK_RECORD"] = str(record)
+    client = nbclient.NotebookClient(nb, timeout=timeout_s, kernel_name=kernel_name, allow_errors=True,
+                                     resources={"metadata": {"path": str(path.resolve().parent)}},
+                                     log=_quiet_log(), on_cell_start=on_cell_start)
+    where = lambda: _label(nb, running["index"]) if running["index"] is not None else "the notebook"  # noqa: E731
+    try:
+        client.execute(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except nbclient.exceptions.CellTimeoutError:
+        raise Error(f"{where()} ran longer than the {timeout_s:g} s limit per cell: if it is slow rather than "
+                    "stuck, give more time with --timeout SECONDS") from None
+    except nbclient.exceptions.DeadKernelError:
+        raise Error(f"the Python kernel died while running {where()}: the cell exited the process, crashed "
+                    "or ran out of memory") from None
+    except NoSuchKernel:
+        raise Error(f"no Jupyter kernel named {kernel_name!r}: pip install 'scalebook[grade]'") from None
+    except (RuntimeError, TimeoutError, OSError) as e:
+        raise Error(f"the Jupyter kernel could not run {path.name}: {_one_line(e) or type(e).__name__}") from None
+
+
+def _failures(nb) -> dict[int, str]:
+    """Cell index -> one line naming the cell and what it raised, for every cell that raised."""
+    out = {}
+    for i, cell in enumerate(nb.cells):
+        for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if o.get("output_type") == "error":
+                out[i] = f"{_label(nb, i)} raised {clean(o.get('ename', 'an error'))}: " + _one_line(o.get("evalue", ""))
+                break
+    return out
+
+
+def _verdicts(record: Path) -> list[dict]:
+    """The well-formed rows of the record file, in the order check() wrote them."""
+    rows = []
+    if record.exists():
+        for line in record.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("id"), str) and row.get("status") in _STATUSES:
+                rows.append(row)
+    return rows
+
+
+def _score_page(nb, page_ids: list[str], verdicts: list[dict], failures: dict[int, str]) -> tuple[dict, ...]:
+    """One row per problem of the page, from the verdicts, the check cells and the cells that raised."""
+    code = [(i, cell) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+
+    def cell_of(v: dict) -> int | None:
+        """The cell that recorded verdict `v`: same source, execution count nearest the recorded one."""
+        count = v.get("execution_count")
+        same = [(i, c.get("execution_count")) for i, c in code if c.get("source", "") == v.get("source")]
+        if not same or not isinstance(count, int):
+            return same[0][0] if len(same) == 1 else None
+        return min(same, key=lambda ic: abs((ic[1] if ic[1] is not None else -10**9) - count))[0]
+
+    static = {}  # problem id -> first cell that checks it
+    check_cells = set()
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            ids = _check_ids_of(cell.get("source", ""))
+            if ids:
+                check_cells.add(i)
+            for pid in ids:
+                static.setdefault(pid, i)
+    last: dict[str, tuple[dict, int | None]] = {}
+    for v in verdicts:
+        cell = cell_of(v)
+        last[v["id"]] = (v, cell)
+        if cell is not None:
+            check_cells.add(cell)
+    rows = []
+    for pid in page_ids:
+        verdict, cell = last.get(pid, (None, None))
+        cell = cell if cell is not None else static.get(pid)
+        failed = None
+        if cell is not None:
+            start = max((c for c in check_cells if c < cell), default=-1)
+            failed = next((failures[c] for c in sorted(failures) if start < c <= cell), None)
+        if failed is not None:
+            after = ("its check ran with whatever `answer` held before" if verdict is not None
+                     else "its check did not finish")
+            rows.append({"id": pid, "status": "error", "score": 0.0, "message": f"{failed} ({after})"})
+        elif verdict is not None:
+            rows.append({"id": pid, "status": verdict["status"], "score": float(verdict.get("score", 0.0)),
+                         "message": clean(verdict.get("message", ""))})
+        elif cell is not None:
+            rows.append({"id": pid, "status": "missing", "score": 0.0,
+                         "message": f"its check() in {_label(nb, cell)} never ran"})
+        else:
+            rows.append({"id": pid, "status": "missing", "score": 0.0,
+                         "message": f"no check(\"{pid}\", answer) in the notebook: was its cell deleted?"})
+    return tuple(rows)
+
+
+def grade(path: "str | Path", timeout_s: float = DEFAULT_TIMEOUT_S, kernel_name: str | None = None) -> Grade:
+    """Run the notebook at `path` in a fresh kernel and score it against its page's problems.
+
+    **Executes the notebook's code**: grade only notebooks you trust. Every cell runs even when
+    one raises; a problem whose cells raised before its check scores `error`. Raises `Error` (one
+    line) for a file that is not a notebook, a MyST source, a notebook that holds solutions, one
+    that belongs to no page (`NotAProblemNotebook`), a kernel that dies or is missing, and a cell
+    that runs longer than `timeout_s`.
+    """
+    if not (isinstance(timeout_s, (int, float)) and not isinstance(timeout_s, bool) and 0 < timeout_s < float("inf")):
+        raise Error(f"timeout_s must be a positive number of seconds, got {_one_line(repr(timeout_s), 60)}")
+    if kernel_name is not None and not (isinstance(kernel_name, str) and kernel_name.strip()):
+        raise Error(f"kernel_name must be the name of a Jupyter kernel (like 'python3'), got {_one_line(repr(kernel_name), 60)}")
+    p = _path(path, "notebook")
+    nb = read_notebook(p)
+    page = page_of(nb, p)
+    why = solutions_in(nb)
+    if why is not None:
+        raise Error(f"{clean(p.name)} holds worked solutions, so it cannot be graded: {why}")
+    kernel = _kernel(nb, kernel_name)
+    from .exercises import problems
+
+    with tempfile.TemporaryDirectory() as tmp:
+        record = Path(tmp) / "verdicts.jsonl"
+        _execute(nb, p, record, timeout_s, kernel)
+        verdicts = _verdicts(record)
+    page_ids = [pr.id for pr in problems(page=page)]
+    failures = _failures(nb)
+    rows = _score_page(nb, page_ids, verdicts, failures)
+    ignored = tuple(sorted({v["id"] for v in verdicts} - set(page_ids)))
+    return Grade(notebook=str(p), page=page, rows=rows, failed_cells=tuple(failures[i] for i in sorted(failures)),
+                 ignored=ignored)
+
+
+@dataclass(frozen=True)
+class PageProgress:
+    """One problem page across the graded notebooks of a folder.
+
+    `total` is the number of problems the bank has for the page; a problem counts once, with its
+    best verdict across the page's notebooks (correct > close > wrong > error > missing).
     """
 
-    chapter: str
+    page: str
     notebooks: tuple[str, ...]
     correct: int
     close: int
     wrong: int
+    error: int
     total: int
 
     @property
     def missing(self) -> int:
         """Problems with no answer (or whose check() never ran)."""
-        return self.total - self.correct - self.close - self.wrong
+        return self.total - self.correct - self.close - self.wrong - self.error
 
     @property
     def score(self) -> float:
@@ -113,63 +465,52 @@ class ChapterProgress:
         return self.correct + 0.5 * self.close
 
     def to_dict(self) -> dict:
-        return {"chapter": self.chapter, "notebooks": list(self.notebooks), "correct": self.correct,
-                "close": self.close, "wrong": self.wrong, "missing": self.missing, "total": self.total,
+        return {"page": self.page, "notebooks": list(self.notebooks), "correct": self.correct, "close": self.close,
+                "wrong": self.wrong, "error": self.error, "missing": self.missing, "total": self.total,
                 "score": self.score}
 
 
 @dataclass(frozen=True)
 class Progress:
-    """Every notebook of a folder graded, and the per-chapter summary."""
+    """Every notebook of a folder graded, and the per-page summary."""
 
     folder: str
     grades: tuple[Grade, ...]
-    chapters: tuple[ChapterProgress, ...]
+    pages: tuple[PageProgress, ...]
+    #: (notebook name, one line) for notebooks that could not be graded (malformed, solutions, kernel death).
+    skipped: tuple[tuple[str, str], ...] = ()
+    #: Names of notebooks that belong to no problem page (not run).
+    unplaced: tuple[str, ...] = ()
 
     @property
     def correct(self) -> int:
-        return sum(c.correct for c in self.chapters)
+        return sum(c.correct for c in self.pages)
 
     @property
     def total(self) -> int:
-        return sum(c.total for c in self.chapters)
+        return sum(c.total for c in self.pages)
 
     @property
     def errors(self) -> tuple[Grade, ...]:
-        """The notebooks that stopped early (a cell raised)."""
-        return tuple(g for g in self.grades if g.error is not None)
+        """The graded notebooks in which a cell raised."""
+        return tuple(g for g in self.grades if g.failed_cells)
 
     def to_dict(self) -> dict:
         return {
             "folder": self.folder,
-            "chapters": [c.to_dict() for c in self.chapters],
-            "notebooks": [{"notebook": g.notebook, "chapter": _chapter_of(g), "rows": list(g.rows),
-                           "score": g.score, "out_of": g.out_of, "error": g.error} for g in self.grades],
+            "pages": [c.to_dict() for c in self.pages],
+            "notebooks": [g.to_dict() for g in self.grades],
+            "skipped": [{"notebook": n, "reason": r} for n, r in self.skipped],
+            "not_problem_notebooks": list(self.unplaced),
             "correct": self.correct,
             "total": self.total,
         }
 
     def __repr__(self) -> str:
-        return f"Progress({self.folder}: {self.correct}/{self.total} correct in {len(self.chapters)} chapters)"
+        return f"Progress({self.folder}: {self.correct}/{self.total} correct on {len(self.pages)} pages)"
 
 
-_RANK = {"correct": 3, "close": 2, "wrong": 1, "missing": 0}
-
-
-def _chapter_of(g: Grade) -> str | None:
-    """The chapter a graded notebook belongs to: the chapter of most of its checked problem ids,
-    else the leading number of its file name ('01-rooflines.ipynb' -> '1'), else None."""
-    ids = [r["id"].split(".")[0] for r in g.rows if "." in r["id"]]
-    if ids:
-        return max(sorted(set(ids)), key=ids.count)
-    lead = Path(g.notebook).name.split("-")[0]
-    if lead.isdigit():
-        return lead.lstrip("0") or "0"
-    return None
-
-
-def _chapter_key(chapter: str) -> tuple:
-    return (0, int(chapter), "") if chapter.isdigit() else (1, 0, chapter)
+_RANK = {"correct": 4, "close": 3, "wrong": 2, "error": 1, "missing": 0}
 
 
 def notebooks_in(folder: "str | Path") -> list[Path]:
@@ -177,50 +518,53 @@ def notebooks_in(folder: "str | Path") -> list[Path]:
 
     Raises `Error` when `folder` is not a folder or holds no notebook.
     """
-    d = Path(folder)
+    d = _path(folder, "folder")
     if not d.is_dir():
-        raise Error(f"{str(d)!r} is not a folder: give the folder that holds your problem notebooks "
+        raise Error(f"{clean(d)!r} is not a folder: give the folder that holds your problem notebooks "
                     "(e.g. exercises/)")
     found = sorted(p for p in d.glob("*.ipynb") if p.is_file())
     if not found:
-        raise Error(f"no notebooks (*.ipynb) in {str(d)!r}: give the folder that holds your problem notebooks")
+        raise Error(f"no notebooks (*.ipynb) in {clean(d)!r}: give the folder that holds your problem notebooks")
     return found
 
 
-def grade_all(folder: "str | Path", timeout_s: int = 600, on_notebook=None) -> Progress:
-    """Grade every problem notebook (`*.ipynb`) in `folder` and sum up progress per chapter.
+def grade_all(folder: "str | Path", timeout_s: float = DEFAULT_TIMEOUT_S, on_notebook=None,
+              kernel_name: str | None = None) -> Progress:
+    """Grade every problem notebook (`*.ipynb`) in `folder` and sum up progress per problem page.
 
-    Each notebook runs as in `grade`. Its chapter is the one most of its `check()` ids belong
-    to (or its file name's leading number); a chapter's total is the number of problems in the
-    bank for it, so unanswered problems count as missing. `on_notebook(i, n, path)` is called
-    before each notebook runs (the CLI prints progress with it).
-    Raises `Error` when `folder` is not a folder or holds no notebook.
+    **Executes every notebook's code.** Each notebook runs as in `grade`; a page's total is the
+    number of problems in the bank for it, so unanswered problems count as missing. Notebooks of
+    no page are passed over (`unplaced`), ones that cannot be graded are listed with the reason
+    (`skipped`). `on_notebook(i, n, path)` is called before each notebook runs (the CLI prints
+    progress with it). Raises `Error` when `folder` is not a folder or holds no notebook.
     """
     from .exercises import problems
 
     paths = notebooks_in(folder)
-    grades = []
+    grades, skipped, unplaced = [], [], []
     for i, path in enumerate(paths, 1):
         if on_notebook is not None:
             on_notebook(i, len(paths), path)
-        grades.append(grade(path, timeout_s=timeout_s))
-    by_chapter: dict[str, list[Grade]] = {}
+        try:
+            grades.append(grade(path, timeout_s=timeout_s, kernel_name=kernel_name))
+        except NotAProblemNotebook:
+            unplaced.append(path.name)
+        except Error as e:
+            skipped.append((path.name, _one_line(e, 400)))
+    by_page: dict[str, list[Grade]] = {}
     for g in grades:
-        chapter = _chapter_of(g)
-        if chapter is not None:
-            by_chapter.setdefault(chapter, []).append(g)
-    chapters = []
-    for chapter in sorted(by_chapter, key=_chapter_key):
+        by_page.setdefault(g.page, []).append(g)
+    summary = []
+    for page in sorted(by_page):
         best: dict[str, str] = {}
-        for g in by_chapter[chapter]:
+        for g in by_page[page]:
             for r in g.rows:
-                if r["id"].split(".")[0] == chapter and _RANK.get(r["status"], 0) >= _RANK.get(best.get(r["id"]), -1):
+                if _RANK[r["status"]] >= _RANK.get(best.get(r["id"], "missing"), 0):
                     best[r["id"]] = r["status"]
-        bank = {p.id for p in problems(chapter)}
-        total = len(bank | set(best))
         statuses = list(best.values())
-        chapters.append(ChapterProgress(
-            chapter=chapter, notebooks=tuple(Path(g.notebook).name for g in by_chapter[chapter]),
+        summary.append(PageProgress(
+            page=page, notebooks=tuple(Path(g.notebook).name for g in by_page[page]),
             correct=statuses.count("correct"), close=statuses.count("close"), wrong=statuses.count("wrong"),
-            total=total))
-    return Progress(folder=str(folder), grades=tuple(grades), chapters=tuple(chapters))
+            error=statuses.count("error"), total=len(problems(page=page))))
+    return Progress(folder=str(folder), grades=tuple(grades), pages=tuple(summary), skipped=tuple(skipped),
+                    unplaced=tuple(unplaced))

@@ -1,4 +1,4 @@
-"""`scalebook grade --all DIR`: every problem notebook of a folder graded, progress per chapter.
+"""`scalebook grade --all DIR`: every problem notebook of a folder graded, progress per problem page.
 
 The notebooks are the generated Colab notebooks of `exercises/`, with answers filled in here:
 each `answer = None` cell gets the key of the problem its `check()` cell names (or a wrong value).
@@ -11,7 +11,7 @@ import sys
 import nbformat
 import pytest
 
-from notebook_tools import ROOT
+from notebook_tools import ROOT, with_solutions_in_place
 from scalebook.cli import main
 from scalebook.exercises import get, problems
 
@@ -37,18 +37,22 @@ def run(*args):
     return subprocess.run([sys.executable, "-m", "scalebook.cli", *args], capture_output=True, text=True)
 
 
+P1, P2 = "01-rooflines", "02-accelerators"
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    """Chapter 1 solved (plus a blank copy of it), chapter 2 with one wrong answer and one right,
-    and a notebook that calls no check()."""
+    """Page 1 solved (plus a blank copy of it), page 2 with one wrong answer and one right, a
+    notebook of no page, and one that holds the worked solutions (skipped, never run)."""
     d = tmp_path_factory.mktemp("mine")
     filled(CH1, d / "01-rooflines.ipynb", lambda pid: get(pid).answer())
     filled(CH1, d / "01-rooflines-second-try.ipynb", lambda pid: None)
-    first, second = [p.id for p in problems("2")][:2]
+    first, second = [p.id for p in problems(page=P2)][:2]
     filled(CH2, d / "02-accelerators.ipynb",
            lambda pid: 2 * get(pid).answer() if pid == first else get(pid).answer() if pid == second else None)
     scratch = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
     nbformat.write(scratch, d / "scratch.ipynb")
+    nbformat.write(with_solutions_in_place(ROOT / "exercises" / "03-sharding.md"), d / "03-sharding.ipynb")
     return d
 
 
@@ -60,37 +64,46 @@ def progress(folder):
 
 
 @pytest.mark.slow
-def test_progress_per_chapter_counts_the_bank(progress):
-    n1, n2 = len(problems("1")), len(problems("2"))
-    ch = {c.chapter: c for c in progress.chapters}
-    assert list(ch) == ["1", "2"]
-    # chapter 1: the solved notebook wins over the blank copy, each problem counted once
-    assert (ch["1"].correct, ch["1"].total, ch["1"].missing) == (n1, n1, 0)
-    assert ch["1"].notebooks == ("01-rooflines-second-try.ipynb", "01-rooflines.ipynb")
-    # chapter 2: one right, one wrong (a factor of 2), the rest unanswered
-    assert (ch["2"].correct, ch["2"].wrong, ch["2"].missing, ch["2"].total) == (1, 1, n2 - 2, n2)
+def test_progress_per_page_counts_the_bank(progress):
+    n1, n2 = len(problems(page=P1)), len(problems(page=P2))
+    pg = {c.page: c for c in progress.pages}
+    assert list(pg) == [P1, P2]
+    # page 1: the solved notebook wins over the blank copy, each problem counted once
+    assert (pg[P1].correct, pg[P1].total, pg[P1].missing) == (n1, n1, 0)
+    assert pg[P1].notebooks == ("01-rooflines-second-try.ipynb", "01-rooflines.ipynb")
+    # page 2: one right, one wrong (a factor of 2), the rest unanswered
+    assert (pg[P2].correct, pg[P2].wrong, pg[P2].missing, pg[P2].total) == (1, 1, n2 - 2, n2)
     assert (progress.correct, progress.total) == (n1 + 1, n1 + n2)
-    assert len(progress.grades) == 4 and not progress.errors
+    assert len(progress.grades) == 3 and not progress.errors
 
 
 @pytest.mark.slow
-def test_text_summary_prints_correct_over_total_per_chapter(progress, folder, monkeypatch, capsys):
+def test_notebooks_of_no_page_are_passed_over_and_solution_notebooks_skipped(progress):
+    assert progress.unplaced == ("scratch.ipynb",)
+    ((name, reason),) = progress.skipped
+    assert name == "03-sharding.ipynb" and "holds worked solutions" in reason
+
+
+@pytest.mark.slow
+def test_text_summary_prints_correct_over_total_per_page(progress, folder, monkeypatch, capsys):
     import scalebook.commands.grade as cmd
 
     monkeypatch.setattr(cmd, "grade_all", lambda *a, **k: progress)
-    assert main(["grade", "--all", str(folder)]) == 0
+    assert main(["grade", "--all", str(folder)]) == 1  # a notebook was skipped
     out = capsys.readouterr().out
-    n1, n2 = len(problems("1")), len(problems("2"))
-    assert re.search(rf"^1\s+{n1} / {n1}\s", out, re.M)
-    assert re.search(rf"^2\s+1 / {n2}\s+0\s+1\s+{n2 - 2}\s", out, re.M)
-    assert f"correct: {n1 + 1} / {n1 + n2} problems in 2 chapters" in out
-    assert "scratch.ipynb: no check() calls ran" in out
+    n1, n2 = len(problems(page=P1)), len(problems(page=P2))
+    assert re.search(rf"^{P1}\s+{n1} / {n1}\s", out, re.M)
+    # correct, close, wrong, error, missing
+    assert re.search(rf"^{P2}\s+1 / {n2}\s+0\s+1\s+0\s+{n2 - 2}\s", out, re.M)
+    assert f"correct: {n1 + 1} / {n1 + n2} problems on 2 pages" in out
+    assert "scratch.ipynb: belongs to no problem page, not run" in out
+    assert "03-sharding.ipynb: skipped: " in out
 
 
 @pytest.mark.slow
-def test_json_and_a_notebook_that_stops_early(tmp_path):
+def test_json_and_a_notebook_with_a_failing_cell(tmp_path):
     nb = nbformat.read(CH2, as_version=4)
-    first = problems("2")[0].id
+    first = problems(page=P2)[0].id
     for cell, nxt in zip(nb.cells, nb.cells[1:]):
         if cell.source.startswith("answer = None") and f'"{first}"' in nxt.source:
             cell.source = f"answer = {get(first).answer()!r}"
@@ -99,10 +112,11 @@ def test_json_and_a_notebook_that_stops_early(tmp_path):
     proc = run("grade", "--all", str(tmp_path), "--json")
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
-    assert set(data) >= {"folder", "chapters", "notebooks", "correct", "total"}
-    (chapter,) = data["chapters"]
-    assert chapter["chapter"] == "2" and chapter["correct"] == 1 and chapter["total"] == len(problems("2"))
-    assert chapter["missing"] == chapter["total"] - 1
+    assert set(data) >= {"folder", "pages", "notebooks", "skipped", "correct", "total"}
+    (page,) = data["pages"]
+    assert page["page"] == P2 and page["correct"] == 1 and page["total"] == len(problems(page=P2))
+    # the failing cell comes after every check: no problem is marked as an error
+    assert page["missing"] == page["total"] - 1 and page["error"] == 0
     assert "stopped here" in data["notebooks"][0]["error"]
 
 

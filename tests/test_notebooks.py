@@ -48,20 +48,30 @@ def test_reference_solutions_pass_in_strict_mode(md, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("md", EXERCISES[:1], ids=lambda p: p.name)
 def test_grade_scores_a_filled_notebook_fully_and_a_blank_one_zero(md, tmp_path):
+    import re
+
     import nbformat
 
-    from scalebook.exercises import problems
+    from scalebook import Error
+    from scalebook.exercises import get, problems
     from scalebook.grading import grade
 
-    filled = tmp_path / "filled.ipynb"
-    nbformat.write(with_solutions_in_place(md), filled)
-    chapter = md.name.split("-")[0].lstrip("0")
-    n = len(problems(chapter))
+    nb = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
+    for cell, nxt in zip(nb.cells, nb.cells[1:]):  # the keys typed in, as a student who solved everything would
+        if cell.cell_type == "code" and cell.source.startswith("answer = None"):
+            pid = re.search(r'check[(]"([^"]+)"', nxt.source).group(1)
+            cell.source = f"answer = {get(pid).answer()!r}"
+    filled = tmp_path / md.with_suffix(".ipynb").name
+    nbformat.write(nb, filled)
+    n = len(problems(page=md.stem))
     assert n >= 8
     g = grade(filled)
     assert (g.score, g.out_of, g.error) == (n, n, None)
     blank = grade(md.with_suffix(".ipynb"))
     assert blank.score == 0 and {r["status"] for r in blank.rows} == {"missing"}
+    nbformat.write(with_solutions_in_place(md), filled)  # the worked solutions are refused, not scored
+    with pytest.raises(Error, match="holds worked solutions"):
+        grade(filled)
 
 
 def test_grade_command_prints_a_table(tmp_path):

@@ -1,14 +1,17 @@
 """Self-graded problems: the bank, `check()`, and grading of filled notebooks.
 
-Each chapter's problems live in `scalebook/exercises/bank/<chapter>.py`, one solver function
-per problem, registered with `@problem(...)`. `check(id, answer)` compares a reader's answer
-(a number in the problem's unit, or a string with units such as "3.2 ms") with the key and
-returns a `CheckResult`: correct, close (with a hint) or wrong (with the likely slip).
+Each problem page's problems live in `scalebook/exercises/bank/chNN_<slug>.py` (the module
+`ch02b_gpus` serves the page `exercises/02b-gpus.md`), one solver function per problem,
+registered with `@problem(...)`. `check(id, answer)` compares a reader's answer (a number in
+the problem's unit, or a string with units such as "3.2 ms") with the key and returns a
+`CheckResult` for any answer: correct, close (with the likely cause), wrong (with the likely
+slip, or with what is accepted when the answer cannot be read) or missing.
 With the environment variable SCALEBOOK_STRICT=1 a wrong or missing answer raises
 `AnswerError`, which is how the book's tests prove that the reference solutions are right.
 """
 from __future__ import annotations
 
+import functools
 import html
 import importlib
 import json
@@ -18,11 +21,11 @@ import os
 import pkgutil
 from dataclasses import dataclass
 
-from .. import units
 from ..errors import Error
-from .problem import _BANK, Problem, problem
+from . import answers
+from .problem import _BANK, Problem, page_of_module, problem
 
-__all__ = ["check", "problems", "get", "CheckResult", "AnswerError", "Problem", "problem"]
+__all__ = ["check", "problems", "pages", "get", "CheckResult", "AnswerError", "Problem", "problem"]
 
 
 class AnswerError(AssertionError):
@@ -36,23 +39,32 @@ def _load_banks() -> None:
         importlib.import_module(f"{bank.__name__}.{mod.name}")
 
 
-def _id_part(x: str) -> tuple[int, str]:
-    """Sort key of one part of an id: '2' -> (2, ''), '2g' -> (2, 'g') (a page inside chapter 2)."""
-    m = re.match(r"(\d*)(.*)", x)
-    return (int(m.group(1)) if m.group(1) else -1, m.group(2))
+def _id_key(id: str) -> tuple:
+    return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in id.split("."))
 
 
-def problems(chapter: str | None = None) -> list[Problem]:
-    """Every problem in the bank (or those whose id starts with `chapter` + '.'), in id order."""
+def problems(chapter: str | None = None, page: str | None = None) -> list[Problem]:
+    """Every problem in the bank, in id order; only those whose id starts with `chapter` + '.'
+    when `chapter` is given ('2' -> 2.1, 2.2, ...), only those of problem page `page` when it is
+    given ('02b-gpus')."""
     _load_banks()
-    out = [p for p in _BANK.values() if chapter is None or p.id.split(".")[0] == str(chapter)]
-    return sorted(out, key=lambda p: tuple(_id_part(x) for x in p.id.split(".")))
+    out = [p for p in _BANK.values()
+           if (chapter is None or p.id.split(".")[0] == str(chapter)) and (page is None or p.page == page)]
+    return sorted(out, key=lambda p: _id_key(p.id))
+
+
+def pages() -> list[str]:
+    """The problem pages the bank serves, one per bank module: '01-rooflines', '02-accelerators', ..."""
+    from . import bank
+
+    found = (page_of_module(m.name) for m in pkgutil.iter_modules(bank.__path__))
+    return sorted(p for p in found if p)
 
 
 def get(id: str) -> Problem:
     """The problem with this id; raises `Error` listing valid ids if there is none."""
     _load_banks()
-    if id not in _BANK:
+    if not isinstance(id, str) or id not in _BANK:
         raise Error(f"no problem {id!r}; valid ids: {', '.join(p.id for p in problems())}")
     return _BANK[id]
 
@@ -83,99 +95,165 @@ class CheckResult:
                 f"<b style='color:{color}'>{self.id} {self.status}</b>: {message}</div>")
 
 
-def _near(ratio: float, target: float, tol: float) -> bool:
-    return target > 0 and abs(math.log(ratio / target)) <= math.log1p(tol)
+def _log_ratio(given: float, expected: float) -> float:
+    """ln(|given| / |expected|), computed as a difference of logs so tiny or huge values never under- or overflow."""
+    return math.log(abs(given)) - math.log(abs(expected))
 
 
-def _diagnose(p: Problem, ratio: float) -> str:
-    """Name the slip that best explains answer/key = ratio."""
-    tol = max(p.rel_tol, 0.02)
-    for target, hint in p.slips.items():
-        for r in (target, 1 / target):
-            if _near(ratio, r, tol):
-                return hint
-    if p.chips and p.chips not in (1, 2, 8):
-        if _near(ratio, p.chips, tol):
-            return f"your answer is {p.chips:g}x the key: did you give the total instead of the per-chip value?"
-        if _near(ratio, 1 / p.chips, tol):
-            return f"your answer is 1/{p.chips:g} of the key: did you give a per-chip value instead of the total?"
-    checks = [
+def _window(target: float, tight: float) -> float:
+    """How far (in ln) a ratio may sit from a slip's factor and still be blamed on it: 10% for
+    the big factors (2, 8, 1000), narrower for factors close to 1 (GiB vs GB, (N - 1)/N)."""
+    return max(tight, min(0.10, 0.35 * abs(math.log(target))))
+
+
+def _slip_hints(p: Problem) -> list[tuple[float, str, int]]:
+    """(factor, hint, priority) for the slips this problem can show: its own (priority 0, either
+    way round), per chip vs total (1, one way each), the common ones (2, either way round)."""
+    out = [(t, h, 0) for t, h in p.slips.items()]
+    if p.chips and p.chips in (2, 8):
+        out += [(f, f"off by a factor of {p.chips:g}: per chip vs total?", 1) for f in (p.chips, 1 / p.chips)]
+    elif p.chips and p.chips != 1:
+        out.append((p.chips, f"your answer is {p.chips:g}x the key: did you give the total instead of the per-chip value?", 1))
+        out.append((1 / p.chips, f"your answer is 1/{p.chips:g} of the key: did you give a per-chip value instead of the total?", 1))
+    generic = [
         (2, "off by a factor of 2: check 2 FLOPs per multiply-add, one-way vs both-ways bandwidth, or bf16's 2 bytes"),
         (8, "off by a factor of 8: bits vs bytes?"),
         (4, "off by a factor of 4: check bytes per element (fp32 = 4, bf16 = 2, int8 = 1)"),
+        (100, "off by a factor of 100: a percentage where a fraction is asked (or the reverse)?"),
         (1e3, "off by a factor of 1000: a unit prefix (ms vs s, GB vs MB, TFLOP vs GFLOP)?"),
         (1e6, "off by a factor of a million: a unit prefix (us vs s, TB vs MB)?"),
         (1e9, "off by a factor of 1e9: a unit prefix (ns vs s, GB vs B)?"),
         (1e12, "off by a factor of 1e12: a unit prefix (TFLOP vs FLOP)?"),
-        (1.024, "off by about 2.4%: GiB (2^30) vs GB (1e9)?"),
-        (1.024**3, "off by about 7%: GiB (2^30) vs GB (1e9)?"),
     ]
-    if p.chips and p.chips in (2, 8):
-        checks.insert(0, (p.chips, f"off by a factor of {p.chips:g}: per chip vs total?"))
-    for target, hint in checks:
-        if _near(ratio, target, tol):
-            return hint + (" (yours is larger)" if ratio > 1 else " (yours is smaller)")
-        if _near(ratio, 1 / target, tol):
-            return hint + (" (yours is smaller)" if ratio < 1 else " (yours is larger)")
-    return ("too large" if ratio > 1 else "too small") + f" by a factor of {max(ratio, 1 / ratio):.3g}" + (
+    if answers.asks_for(p.unit).startswith(("a size", "a bandwidth")):  # binary prefixes only measure bytes
+        generic += [
+            (1024, "off by a factor of 1024: a binary prefix step (KiB to MiB) where a decimal one (kB to MB) is meant?"),
+            (1.024**3, "off by about 7%: GiB (2^30 bytes) vs GB (1e9)?"),
+            (1.024**2, "off by about 5%: MiB (2^20 bytes) vs MB (1e6)?"),
+        ]
+    out += [(t, h, 2) for t, h in generic]
+    return out
+
+
+def _diagnose(p: Problem, log_ratio: float) -> str:
+    """Name the slip that best explains answer/key = e**log_ratio: a problem's own slip when the ratio
+    matches it to within the tolerance, else the nearest known slip whose window holds the ratio."""
+    tight = math.log1p(max(p.rel_tol, 0.02))
+    best = None
+    for target, hint, priority in _slip_hints(p):
+        for t in ((target,) if priority == 1 else (target, 1 / target)):  # per-chip hints have a direction
+            d = abs(log_ratio - math.log(t))
+            exact = priority == 0 and d <= tight
+            if d <= _window(t, tight):
+                key = (not exact, d, priority)
+                if best is None or key < best[0]:
+                    best = (key, hint, priority)
+    if best is not None:
+        _, hint, priority = best
+        if priority == 2:  # generic hints say which way the answer is off
+            hint += " (yours is larger)" if log_ratio > 0 else " (yours is smaller)"
+        return hint
+    factor = math.exp(min(abs(log_ratio), 700.0))
+    return ("too large" if log_ratio > 0 else "too small") + f" by a factor of {answers.number(factor, 3)}" + (
         f"; hint: {p.hint}" if p.hint else "")
 
 
-# How to ask for an answer in each kind of unit; others read "a number in <unit>".
-_UNIT_WORDS = {
-    "": "a plain number (no unit)",
-    "token": "a number of tokens",
-    "param": "a number of parameters",
-    "chip": "a number of chips",
-    "s": "a time: a number in seconds or a string like '3.2 ms'",
-    "B": "a size: a number of bytes or a string like '70 GB'",
-    "B/s": "a bandwidth: a number in B/s or a string like '450 GB/s'",
-    "FLOP/s": "a rate: a number in FLOP/s or a string like '197 TFLOP/s'",
-}
+def _close_cause(p: Problem, log_ratio: float) -> str:
+    """The likely cause of an answer a few percent off the key."""
+    if answers.asks_for(p.unit).startswith(("a size", "a bandwidth")):
+        for target, cause in ((1.024, "KiB vs kB (1024 vs 1000)?"), (1.024**2, "MiB (2^20) vs MB (1e6)?")):
+            if abs(abs(log_ratio) - math.log(target)) <= 0.002:
+                return cause
+    return ("most likely rounding: carry three or more significant digits through every step, "
+            "and take spec figures from `scalebook.chip(...)` rather than rounded ones")
 
 
-def check(id: str, answer: "float | int | str | None") -> CheckResult:
+def check(id: str, answer: object) -> CheckResult:
     """Grade `answer` to problem `id`: a number in the problem's unit or a string with units.
 
-    Returns a `CheckResult`. In strict mode (SCALEBOOK_STRICT=1) raises `AnswerError` unless the
-    answer is correct. Never evaluates code; strings are parsed by `units.parse_quantity`.
+    Returns a `CheckResult` for every answer: `missing` for None or an empty string; `wrong`, with
+    a message saying what is accepted, for an answer that cannot be read (see
+    `scalebook.exercises.answers`: one-value arrays are read as their value; bools, inf, NaN,
+    decimal commas and mismatched units are refused); else `correct`, `close` or `wrong`. Only an
+    unknown problem id raises (`Error`), since no answer can fix that. In strict mode
+    (SCALEBOOK_STRICT=1) raises `AnswerError` unless the answer is correct. Never evaluates code.
     """
+    if not isinstance(id, str):
+        raise Error(f"check() takes the problem id as a string, like check(\"1.1\", answer); got {id!r}")
     p = get(id)
     expected = p.answer()
-    unit_text = _UNIT_WORDS.get(p.unit, f"a number in {p.unit} (or a string with its unit, like '2.5 {p.unit}')")
+    show = functools.partial(answers.show, unit=p.unit)
     if answer is None or (isinstance(answer, str) and not answer.strip()):
         result = CheckResult(id, "missing", None, expected, p.unit,
-                             f"no answer yet: set `answer` to {unit_text}")
+                             f"no answer yet: set `answer` to {answers.asks_for(p.unit)}")
     else:
-        given = units.parse_quantity(answer, p.unit)
-        show = units.format_quantity(given, p.unit)
-        if expected == 0:
-            ok = abs(given) <= 1e-12
-            ratio = float("inf")
-        else:
-            ratio = given / expected if given != 0 else 0.0
-            ok = ratio > 0 and _near(ratio, 1.0, p.rel_tol)
-        if ok:
-            result = CheckResult(id, "correct", given, expected, p.unit,
-                                 f"{show} is right (key {units.format_quantity(expected, p.unit, 4)})")
-        elif ratio > 0 and ratio != float("inf") and _near(ratio, 1.0, 2 * p.rel_tol):
-            result = CheckResult(id, "close", given, expected, p.unit,
-                                 f"{show} is close but outside the {p.rel_tol:.0%} tolerance: check your rounding"
-                                 + (f"; hint: {p.hint}" if p.hint else ""))
-        elif ratio <= 0:
-            result = CheckResult(id, "wrong", given, expected, p.unit, f"{show}: the sign or the zero is wrong")
-        else:
-            result = CheckResult(id, "wrong", given, expected, p.unit, f"{show}: {_diagnose(p, ratio)}")
+        try:
+            given = answers.read_answer(answer, p.unit)
+        except answers.Unreadable as e:
+            given = None
+            counted = answers.asks_for(p.unit) == answers.asks_for("") or not answers.asks_for(p.unit).endswith(p.unit)
+            accepted = "" if "asks for" in str(e) else (
+                f" (this problem asks for {answers.asks_for(p.unit)}"
+                + (")" if counted else f": a number in {p.unit} or a string like '1.5 {p.unit}')"))
+            result = CheckResult(id, "wrong", None, expected, p.unit, f"{e}{accepted}")
+        if given is not None:
+            result = _verdict(p, given, expected, show)
     _record(result)
     if os.environ.get("SCALEBOOK_STRICT") == "1" and result.status != "correct":
         raise AnswerError(f"problem {id}: {result.message}")
     return result
 
 
+def _verdict(p: Problem, given: float, expected: float, show) -> CheckResult:
+    """The verdict on a readable answer `given` (in the problem's unit) against the key."""
+    def result(status: str, message: str) -> CheckResult:
+        return CheckResult(p.id, status, given, expected, p.unit, message)
+
+    if expected == 0:
+        if given == 0:
+            return result("correct", f"{show(given)} is right")
+        return result("wrong", f"{show(given)}: the key is zero")
+    if given == 0:
+        return result("wrong", f"{show(given)}: the answer is zero, the key is not")
+    lr = _log_ratio(given, expected)
+    if (given > 0) != (expected > 0):
+        if abs(lr) <= math.log1p(p.rel_tol):
+            return result("wrong", f"{show(given)}: the size is right but the sign is wrong")
+        return result("wrong", f"{show(given)}: the sign is wrong, and {_diagnose(p, lr)}")
+    if abs(lr) <= math.log1p(p.rel_tol):
+        return result("correct", f"{show(given)} is right (key {show(expected)})")
+    if abs(lr) <= math.log1p(2 * p.rel_tol):
+        off = math.expm1(abs(lr)) * 100
+        return result("close", f"{show(given)} is {off:.1f}% {'above' if lr > 0 else 'below'} the key "
+                               f"(asked in {p.unit or 'plain numbers'}), outside the {p.rel_tol:.0%} tolerance: "
+                               f"{_close_cause(p, lr)}" + (f"; hint: {p.hint}" if p.hint else ""))
+    return result("wrong", f"{show(given)}: {_diagnose(p, lr)}")
+
+
 def _record(result: CheckResult) -> None:
-    """Append the verdict to $SCALEBOOK_RECORD (a JSON-lines file) when grading a notebook."""
+    """Append the verdict to $SCALEBOOK_RECORD (a JSON-lines file) when grading a notebook, with
+    the running cell's execution count and source, so the grader knows which cell called check()."""
     path = os.environ.get("SCALEBOOK_RECORD")
     if path:
+        count, source = _running_cell()
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"id": result.id, "status": result.status, "score": result.score,
-                                "message": result.message}) + "\n")
+                                "message": result.message, "execution_count": count, "source": source}) + "\n")
+
+
+def _running_cell() -> tuple[int | None, str | None]:
+    """(execution count, source) of the cell running in an IPython kernel, else (None, None).
+
+    IPython stores a cell's input (`In[-1]`) before running it; whether its execution count is
+    already advanced depends on the IPython version, so the grader matches on the source first.
+    """
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is None:
+        return None, None
+    count = getattr(shell, "execution_count", None)
+    history = getattr(shell, "user_ns", {}).get("In")
+    source = history[-1] if isinstance(history, list) and history and isinstance(history[-1], str) else None
+    return (count if isinstance(count, int) else None), source

@@ -1,12 +1,23 @@
 """A problem of the bank: its id, unit, tolerance, named inputs and the function that answers it."""
 from __future__ import annotations
 
+import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..errors import Error
 
 _BANK: dict[str, "Problem"] = {}
+_BANK_PACKAGE = "scalebook.exercises.bank."
+_MODULE = re.compile(r"^ch(?P<number>\d+[a-z]?)_(?P<slug>\w+)$")
+
+
+def page_of_module(name: str) -> str:
+    """The problem page a bank module serves: `ch02_accelerators` -> '02-accelerators',
+    `ch02b_gpus` -> '02b-gpus' (the page is `exercises/<page>.md`); '' for any other module."""
+    m = _MODULE.match(name.rsplit(".", 1)[-1])
+    return f"{m.group('number')}-{m.group('slug').replace('_', '-')}" if m else ""
 
 
 @dataclass(frozen=True)
@@ -25,6 +36,9 @@ class Problem:
     #: Extra ratio -> hint pairs for slips particular to this problem.
     slips: Mapping[float, str] = field(default_factory=dict)
     hint: str = ""
+    #: The problem page it belongs to ("02-accelerators"), from its bank module's name; "" when
+    #: it was registered outside the bank (as tests do).
+    page: str = ""
 
     def answer(self) -> float:
         """The reference answer, in `unit`, computed by the package from `inputs`."""
@@ -44,12 +58,15 @@ def problem(
         def critical_batch_v5e(chip):
             return roofline.critical_batch(chip)
     """
+    caller = sys._getframe(1).f_globals.get("__name__", "")  # the bank module that registers the problem
+    page = page_of_module(caller) if caller.startswith(_BANK_PACKAGE) else ""
 
     def register(fn: Callable[..., float]) -> Problem:
         if id in _BANK:
             raise Error(f"problem id {id!r} is registered twice")
         p = Problem(id=id, title=title, unit=unit, solve=fn, inputs=dict(inputs), rel_tol=rel_tol,
-                    chips=chips, slips=dict(slips or {}), hint=hint)
+                    chips=chips, slips=dict(slips or {}), hint=hint,
+                    page=page)
         _BANK[id] = p
         return p
 
