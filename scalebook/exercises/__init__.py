@@ -40,7 +40,10 @@ def _load_banks() -> None:
 
 
 def _id_key(id: str) -> tuple:
-    return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in id.split("."))
+    """Sort key of a problem id: '2.3' -> ((2, ''), (3, '')); '2g.1' sorts after chapter 2's
+    problems and before chapter 3's (a page inside chapter 2)."""
+    parts = (re.match(r"(\d*)(.*)", x) for x in id.split("."))
+    return tuple((int(m.group(1)) if m.group(1) else -1, m.group(2)) for m in parts)
 
 
 def problems(chapter: str | None = None, page: str | None = None) -> list[Problem]:
