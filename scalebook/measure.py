@@ -4,6 +4,8 @@ Chapter 1 of the book ("Measure it") runs `run()` on the reader's device, whatev
 CPU of a laptop or of Colab, a Colab GPU, a TPU. Each matmul `[B, D] x [D, F]` is timed with
 `scalebook.xla.time_call` and turned into FLOPs/s (2BDF / seconds); each stream `x + 1` over a
 large array, which reads and writes every byte once, is turned into bytes/s (2 x size / seconds).
+On a CPU those arrays are several times the last-level cache (`cpu_stream_sizes`), so the
+bandwidth measured is the DRAM's, not the cache's.
 When the device is a chip of `scalebook.hardware` (matched from jax's `device_kind`, e.g.
 'TPU v5 lite' -> tpu-v5e, 'NVIDIA H100 80GB HBM3' -> h100) the spec peaks sit beside the
 measurements; a CPU or an unknown GPU has no spec, and the result says so.

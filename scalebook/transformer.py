@@ -666,12 +666,25 @@ def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, pha
       which tends to 2 N / (b K): the group size N/K in bf16, whatever B and T are, because
       every sequence reads its own cache. Decode attention is therefore memory-bound on every
       chip whose critical intensity exceeds N / K (all of them).
+    - MLA decode (DeepSeek-V2/V3), in the absorbed form its kernels run: every head's query is
+      mapped into the latent space and dots the cached latent and RoPE key (d_c + d_R), and the
+      output mixes the latents (d_c): FLOPs 2 B T N (2 d_c + d_R), bytes b B (T (d_c + d_R)
+      + N (2 d_c + d_R)). All N heads share one cached latent, so the intensity tends to
+      2 N (2 d_c + d_R) / (b (d_c + d_R)), about N in bf16. MLA prefill is not modelled.
     """
     choose("phase", phase, ATTENTION_PHASES)
     require_positive(seq_len=seq_len, batch=batch)
-    _require_standard_attention(model, "attention_intensity")
-    N, K, H = model.heads, model.kv_heads, model.head_dim
     b = units.dtype_bytes(dtype)
+    if model.is_mla:
+        if phase != "decode":
+            raise Error(f"attention_intensity models MLA ({model.name}) in decode only, where its "
+                        "kernels attend to the cached latent directly; use phase='decode'")
+        N, dc, dr = model.heads, model.mla_kv_compression_dim, model.mla_rope_head_dim
+        return AttentionIntensity(
+            model_name=model.name, phase=phase, batch=batch, seq_len=seq_len, causal=False,
+            flops=2.0 * batch * seq_len * N * (2 * dc + dr),
+            hbm_bytes=b * batch * (seq_len * (dc + dr) + N * (2 * dc + dr)))
+    N, K, H = model.heads, model.kv_heads, model.head_dim
     if phase == "prefill":
         t_eff = seq_len / 2 if causal else seq_len
         flops = 4.0 * batch * t_eff * seq_len * N * H

@@ -19,7 +19,7 @@ B200_FP8, B200_HBM = 4.5e15, 8e12
 V5E_BF16, V5E_HBM, V5E_ICI_BIDI = 197e12, 820e9, 9e10
 A100_HBM = 2.0e12
 H100_BF16, H100_NVLINK_ONE_WAY = 990e12, 450e9
-H100_FP32_CUDA_CORES = 67e12  # FLOP/s, NVIDIA H100 SXM datasheet (the problem states it)
+H100_FP32_CUDA_CORES = 66e12  # FLOP/s, CUDA cores in fp32 (the problem states it)
 
 
 def _projection_us():
@@ -48,7 +48,7 @@ HAND = {
     "1.8": 3 * 4096 * 8192 * 2 / V6E_HBM * 1e6,       # read a, read b, write a+b; bf16
     "1.9": (2 * 5e8) / (2 * 5e8 * 4) * A100_HBM,      # 0.25 FLOP/B times 2 TB/s
     "1.10": 256 * V5E_BF16 / V5E_HBM,                 # 256 chips x 240 tokens
-    # 1.11: 0.25 FLOP/B (fp32 dot) x 3.4 TB/s against the CUDA cores' 67 TFLOP/s, in percent
+    # 1.11: 0.25 FLOP/B (fp32 dot) x 3.4 TB/s against the CUDA cores' 66 TFLOP/s, in percent
     "1.11": 100 * 0.25 * H100_HBM / H100_FP32_CUDA_CORES,
     # 1.12: 400 FLOP/B below the v6e's 920 / 1.6 = 575: memory-bound at 400 / 575 of peak
     "1.12": 100 * 400 / (V6E_BF16 / V6E_HBM),

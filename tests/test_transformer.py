@@ -237,11 +237,26 @@ def test_decode_intensity_tends_to_the_group_size_whatever_the_batch():
         assert a.intensity_flops_per_byte == pytest.approx(8, rel=1e-4)
 
 
-def test_attention_intensity_rejects_mla_and_unknown_phases():
+def test_attention_intensity_models_mla_in_decode_only_and_rejects_unknown_phases():
     with pytest.raises(scalebook.Error, match="MLA"):
-        tr.attention_intensity(preset("deepseek-v3"), seq_len=8)
+        tr.attention_intensity(preset("deepseek-v3"), seq_len=8, phase="prefill")
     with pytest.raises(scalebook.Error, match="decode"):
         tr.attention_intensity(tiny(), seq_len=8, phase="training")
+
+
+def test_mla_decode_intensity_by_hand():
+    # N = 2 heads, d_c = 6, d_R = 2, bf16, B = 1, T = 10 (absorbed form):
+    # FLOPs 2 T N (2 d_c + d_R) = 2*10*2*14 = 560; bytes 2 (T (d_c + d_R) + N (2 d_c + d_R)) = 2*(80 + 28) = 216
+    m = Transformer(name="mla", layers=1, d_model=8, heads=2, head_dim=4, d_ff=16, vocab=10,
+                    mla_kv_compression_dim=6, mla_rope_head_dim=2)
+    a = tr.attention_intensity(m, seq_len=10, phase="decode")
+    assert (a.flops, a.hbm_bytes) == (560, 216)
+
+
+def test_mla_decode_intensity_of_deepseek_v3_is_near_its_head_count():
+    # 128 heads share one cached latent of 512 + 64: 2 * 128 * 1088 / (2 * 576) = 241.8 FLOP/B at long T
+    a = tr.attention_intensity(preset("deepseek-v3"), seq_len=1_000_000, phase="decode")
+    assert a.intensity_flops_per_byte == pytest.approx(128 * 1088 / 576, rel=1e-3)
 
 
 def test_flash_attention_flops_by_hand():
