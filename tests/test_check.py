@@ -111,6 +111,14 @@ def test_numbers_numpy_scalars_one_value_arrays_and_strings_with_units_are_read(
     assert check("0.2", answer).status == "correct"
 
 
+problem("0.6", title="a test cost", unit="$", rel_tol=0.02)(lambda: 1.71)
+
+
+def test_a_cost_prints_and_reads_with_a_leading_dollar_sign():
+    assert check("0.6", "$1.71").message == "$1.71 is right (key $1.71)"
+    assert check("0.6", "1.71 USD").status == "correct"
+
+
 def test_a_percentage_string_is_read_as_a_fraction():
     assert check("0.3", "52.1%").status == "correct"
     assert check("0.3", "52.1 %").status == "correct"
