@@ -259,7 +259,7 @@ class Grade:
         return sum(r["status"] == status for r in self.rows)
 
     def to_dict(self) -> dict:
-        return {"notebook": self.notebook, "page": self.page, "rows": [dict(r) for r in self.rows],
+        return {"notebook": clean(self.notebook), "page": self.page, "rows": [dict(r) for r in self.rows],
                 "score": self.score, "out_of": self.out_of, "failed_cells": list(self.failed_cells),
                 "ignored": list(self.ignored), "error": self.error}
 
@@ -548,9 +548,9 @@ def grade_all(folder: "str | Path", timeout_s: float = DEFAULT_TIMEOUT_S, on_not
         try:
             grades.append(grade(path, timeout_s=timeout_s, kernel_name=kernel_name))
         except NotAProblemNotebook:
-            unplaced.append(path.name)
+            unplaced.append(clean(path.name))
         except Error as e:
-            skipped.append((path.name, _one_line(e, 400)))
+            skipped.append((clean(path.name), _one_line(e, 400)))
     by_page: dict[str, list[Grade]] = {}
     for g in grades:
         by_page.setdefault(g.page, []).append(g)
@@ -563,7 +563,7 @@ def grade_all(folder: "str | Path", timeout_s: float = DEFAULT_TIMEOUT_S, on_not
                     best[r["id"]] = r["status"]
         statuses = list(best.values())
         summary.append(PageProgress(
-            page=page, notebooks=tuple(Path(g.notebook).name for g in by_page[page]),
+            page=page, notebooks=tuple(clean(Path(g.notebook).name) for g in by_page[page]),
             correct=statuses.count("correct"), close=statuses.count("close"), wrong=statuses.count("wrong"),
             error=statuses.count("error"), total=len(problems(page=page))))
     return Progress(folder=str(folder), grades=tuple(grades), pages=tuple(summary), skipped=tuple(skipped),

@@ -111,6 +111,14 @@ def test_numbers_numpy_scalars_one_value_arrays_and_strings_with_units_are_read(
     assert check("0.2", answer).status == "correct"
 
 
+problem("0.6", title="a test cost", unit="$", rel_tol=0.02)(lambda: 1.71)
+
+
+def test_a_cost_prints_and_reads_with_a_leading_dollar_sign():
+    assert check("0.6", "$1.71").message == "$1.71 is right (key $1.71)"
+    assert check("0.6", "1.71 USD").status == "correct"
+
+
 def test_a_percentage_string_is_read_as_a_fraction():
     assert check("0.3", "52.1%").status == "correct"
     assert check("0.3", "52.1 %").status == "correct"
@@ -223,3 +231,45 @@ def test_any_answer_gets_a_verdict_never_an_exception():
         assert r.status not in ("correct", "close") or r.given is not None
 
     verdict()
+
+
+@pytest.mark.parametrize("x, text", [(24650, "24650"), (7.6, "7.6"), (0.0076, "0.0076"), (1.2e9, "1.2e9"),
+                                     (3.3e-5, "3.3e-5"), (0, "0"), (-24650.4, "-24650"), (1234567.8, "1234568"),
+                                     (197.34, "197.3")])
+def test_numbers_print_as_a_reader_writes_them(x, text):
+    from scalebook.exercises.answers import number
+
+    assert number(x) == text
+
+
+@pytest.mark.parametrize("x, unit, text", [(0.05, "ms", "0.05 ms (50 µs)"), (4096, "token", "4096 tokens"),
+                                           (1, "chip", "1 chip"), (0.521, "", "0.521"), (3, "days", "3 days"),
+                                           (2.5e13, "FLOP", "2.5e13 FLOP (25 TFLOP)")])
+def test_quantities_print_in_the_problem_s_unit(x, unit, text):
+    from scalebook.exercises.answers import show
+
+    assert show(x, unit) == text
+
+
+@pytest.mark.parametrize("unit, words", [("ms", "a time in ms"), ("", "a plain number"), ("token", "a number of tokens"),
+                                         ("GB/s", "a bandwidth in GB/s"), ("%", "a percentage")])
+def test_what_a_problem_asks_for_is_said_in_words(unit, words):
+    from scalebook.exercises.answers import asks_for
+
+    assert asks_for(unit) == words
+
+
+problem("0.7", title="a test problem whose key is zero", unit="s")(lambda: 0.0)
+
+
+def test_signs_and_zeros_are_named():
+    assert check("0.2", -24650).message == "-24650 ms (-24.65 s): the size is right but the sign is wrong"
+    assert check("0.2", -2 * 24650).message.startswith("-49300 ms (-49.3 s): the sign is wrong, and off by a factor of 2")
+    assert check("0.2", 0).message == "0 ms: the answer is zero, the key is not"
+    assert check("0.7", 0).status == "correct"
+    assert check("0.7", 1e-9).message.endswith("the key is zero")
+
+
+def test_close_names_binary_prefixes_for_sizes():
+    r = check("0.5", 80 * 1.024)
+    assert r.status == "close" and "KiB vs kB" in r.message

@@ -220,3 +220,56 @@ def test_help_says_grading_runs_the_notebook_s_code():
     assert proc.returncode == 0
     assert "EXECUTES THE NOTEBOOK'S CODE" in proc.stdout and "trust" in proc.stdout
     assert "--timeout" in proc.stdout
+
+
+def _cell(source, count, error=None):
+    cell = nbformat.v4.new_code_cell(source)
+    cell.execution_count = count
+    if error:
+        cell.outputs = [nbformat.v4.new_output("error", ename=error[0], evalue=error[1], traceback=[])]
+    return cell
+
+
+def _verdict(pid, status, source, count):
+    return {"id": pid, "status": status, "score": {"correct": 1.0, "close": 0.5}.get(status, 0.0),
+            "message": status, "execution_count": count, "source": source}
+
+
+def test_scoring_uses_the_last_verdict_and_marks_problems_whose_cells_raised():
+    from scalebook.grading import _failures, _score_page
+
+    cells = [_cell('check("1.1", answer)', 1),
+             _cell("answer = 7.6", 2), _cell('check("1.2", answer)', 3),
+             _cell("answer = 1 / 0", 4, error=("ZeroDivisionError", "division by zero")),
+             _cell('check("1.3", answer)', 5),
+             _cell('print("scratch")', 6)]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    verdicts = [_verdict("1.1", "wrong", cells[0].source, 2), _verdict("1.2", "close", cells[2].source, 4),
+                _verdict("1.1", "correct", cells[0].source, 2),  # a second run of the same cell: the last counts
+                _verdict("1.3", "correct", cells[4].source, 6)]  # ran with a stale answer
+    rows = {r["id"]: r for r in _score_page(nb, ["1.1", "1.2", "1.3", "1.4"], verdicts, _failures(nb))}
+    assert {k: r["status"] for k, r in rows.items()} == {"1.1": "correct", "1.2": "close", "1.3": "error",
+                                                         "1.4": "missing"}
+    assert [r["score"] for r in rows.values()] == [1.0, 0.5, 0.0, 0.0]
+    assert rows["1.3"]["message"].startswith("cell 4 (answer = 1 / 0) raised ZeroDivisionError: division by zero")
+    assert "was its cell deleted" in rows["1.4"]["message"]
+
+
+def test_a_check_cell_that_never_ran_is_missing_and_one_that_raised_is_an_error():
+    from scalebook.grading import _failures, _score_page
+
+    cells = [_cell('if False:\n    check("1.1", answer)', 1),
+             _cell('check("1.2", answer)', 2, error=("NameError", "name 'answer' is not defined"))]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    rows = {r["id"]: r for r in _score_page(nb, ["1.1", "1.2"], [], _failures(nb))}
+    assert rows["1.1"]["status"] == "missing" and "never ran" in rows["1.1"]["message"]
+    assert rows["1.2"]["status"] == "error" and "its check did not finish" in rows["1.2"]["message"]
+
+
+def test_malformed_record_lines_are_skipped(tmp_path):
+    from scalebook.grading import _verdicts
+
+    record = tmp_path / "v.jsonl"
+    record.write_text('{"id": "1.1", "status": "correct", "score": 1.0, "message": "ok"}\nnot json\n'
+                      '{"id": "1.2", "status": "splendid"}\n[1, 2]\n')
+    assert [v["id"] for v in _verdicts(record)] == ["1.1"]

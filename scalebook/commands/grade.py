@@ -46,7 +46,7 @@ def run(args) -> int:
     g = grade(args.notebook, timeout_s=args.timeout, kernel_name=args.kernel)
 
     def text() -> str:
-        lines = [f"{Path(g.notebook).name}: problems of page {g.page}",
+        lines = [f"{clean(Path(g.notebook).name)}: problems of page {g.page}",
                  table([{"id": r["id"], "status": r["status"], "score": f"{r['score']:g}", "note": r["message"]}
                         for r in g.rows])]
         lines.append(f"score: {g.score:g} / {g.out_of}")

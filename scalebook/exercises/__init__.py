@@ -74,7 +74,8 @@ def get(id: str) -> Problem:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The verdict on one answer."""
+    """The verdict on one answer: `given` is the answer read in the problem's unit (None when it
+    was missing or could not be read), `expected` the key in the same unit."""
 
     id: str
     status: str  # 'correct' | 'close' | 'wrong' | 'missing'
@@ -112,7 +113,7 @@ def _window(target: float, tight: float) -> float:
 def _slip_hints(p: Problem) -> list[tuple[float, str, int]]:
     """(factor, hint, priority) for the slips this problem can show: its own (priority 0, either
     way round), per chip vs total (1, one way each), the common ones (2, either way round)."""
-    out = [(t, h, 0) for t, h in p.slips.items()]
+    out = [(t, h, 0) for t, h in p.slips.items() if t > 0]
     if p.chips and p.chips in (2, 8):
         out += [(f, f"off by a factor of {p.chips:g}: per chip vs total?", 1) for f in (p.chips, 1 / p.chips)]
     elif p.chips and p.chips != 1:

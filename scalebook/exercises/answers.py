@@ -10,7 +10,7 @@ What is accepted (the problem pages tell readers the same):
 - a numpy array holding exactly one value (`np.array([7.6])`, a 0-d array), read as that value,
   since a reader who slices one element out of a computation should not be refused;
 - a string: a number with an optional unit, `"7.6"`, `"7.6 ms"`, `"0.0076 s"`, `"52.1%"` (a
-  percentage where a fraction is asked is divided by 100), `"1e9 tokens"`, `"7_600"`.
+  percentage where a fraction is asked is divided by 100), `"1e9 tokens"`, `"7_600"`, `"$1.71"`.
 
 Refused, with a message: booleans (`True` is not a count), complex numbers, lists, arrays of more
 than one value, inf and NaN alike (a non-finite answer is never right), integers too large for a
@@ -100,6 +100,9 @@ def _from_text(text: str, unit: str) -> float:
     s = re.sub(r"(?<=\d)_(?=\d)", "", s)
     if s.lower() in _NON_FINITE:
         return _finite(float("nan"), text)
+    dollars = re.match(r"^([-+]?)\$\s*(.*)$", s)  # "$1.71" reads as "1.71 $"
+    if dollars:
+        s = f"{dollars.group(1)}{dollars.group(2)} $"
     m = _NUMBER.match(s)
     if not m:
         raise Unreadable(f"cannot read {_quote(text)} as a number: write a number, optionally with a unit, "
@@ -141,12 +144,19 @@ def read_answer(value: object, unit: str) -> float:
         return _from_text(value, unit)
     if isinstance(value, (bytes, list, tuple, dict, set)):
         raise Unreadable(f"{_quote(value)} is a {type(value).__name__}: give one number, or a string like '7.6 ms'")
-    size = getattr(value, "size", None)
-    if size is not None and hasattr(value, "item") and hasattr(value, "shape"):
-        if size != 1:
-            raise Unreadable(f"an array of {size} values (shape {tuple(value.shape)}) is not one answer: "
+    shape = getattr(value, "shape", None)
+    if shape is not None and hasattr(value, "item"):  # numpy, JAX, torch arrays and scalars
+        try:
+            dims = tuple(int(d) for d in shape)
+        except (TypeError, ValueError):
+            raise Unreadable(f"{_quote(value)} cannot be read as a number") from None
+        if math.prod(dims) != 1:
+            raise Unreadable(f"an array of {math.prod(dims)} values (shape {dims}) is not one answer: "
                              "give the single number")
-        value = value.item()
+        try:
+            value = value.item()
+        except Exception:  # an array type whose item() fails is as unreadable as any other object
+            raise Unreadable(f"{_quote(value)} cannot be read as a number") from None
         if isinstance(value, str):
             return _from_text(value, unit)
     if value is None:
@@ -180,7 +190,8 @@ def show(x: float, unit: str) -> str:
     parentheses; the number itself always stays in the problem's unit, since that is what to type.
     """
     plural = unit in ("token", "chip", "param") and number(x) != "1"
-    text = number(x) + (f" {unit}{'s' if plural else ''}" if unit else "")
+    text = (f"${number(x)}" if unit == "$" else
+            number(x) + (f" {unit}{'s' if plural else ''}" if unit else ""))
     canon, factor = _unit(unit)
     if canon in ("s", "B", "B/s", "FLOP", "FLOP/s") and x != 0 and not (1e-1 <= abs(x) < 1e4):
         alt = units.format_quantity(x * factor, canon, 4)
