@@ -40,10 +40,10 @@ HAND = {
     "3.15": 8192 * 32768 * 2 * 15 / 16 / 90e9 * 1e3,
     # XLA reduces C: AllReduce over Y (N = 2) of C's block [64, 384] fp32: 2 V (1/2) = V, in kB
     "3.16": 64 * 384 * 4 / 1e3,
-    # weights over X only: 2 x 8192 x 32768 x 2 B / 4 = 268 MB > 200 MB; over XY 134 MB fits. The first matmul
-    # is free (case 1); the second ReduceScatters Out[2048, 8192] bf16 over X and Y (4x2, no wraparound:
+    # weights over X only: 2 x 4096 x 16384 x 2 B / 4 = 67 MB > 50 MB; over XY 33.5 MB fits. The first matmul
+    # is free (case 1); the second ReduceScatters Out[4096, 4096] bf16 over X and Y (4x2, no wraparound:
     # 45 + 45 GB/s) with N = 8, in us
-    "3.17": 2048 * 8192 * 2 * 7 / 8 / 90e9 * 1e6,
+    "3.17": 4096 * 4096 * 2 * 7 / 8 / 90e9 * 1e6,
     # AllGather of W (V = D F 2) and ReduceScatter of Out (V = B F 2) over the same axes: equal at B = D
     "3.18": 8192,
 }

@@ -174,7 +174,7 @@ def _mlp_weight_bytes_per_chip(specs, mesh, dims, dtype) -> float:
 
 
 @problem("3.17", title="An MLP under a memory cap", unit="us", chip_name="tpu-v5e", mesh={"X": 4, "Y": 2},
-         dims={"B": 2048, "D": 8192, "F": 32768}, dtype="bf16", cap_bytes=200e6, layouts=MLP_LAYOUTS,
+         dims={"B": 4096, "D": 4096, "F": 16384}, dtype="bf16", cap_bytes=50e6, layouts=MLP_LAYOUTS,
          slips={2: "off by 2: that layout AllReduces the output; a ReduceScatter onto the batch sends half",
                 12 / 7: "that layout keeps more weight per chip than the cap allows: cutting F over X alone "
                         "leaves a quarter of both weights on each chip"},
