@@ -260,3 +260,26 @@ def test_alltoall_on_an_odd_ring_counts_the_pairs_across_the_cut():
     c = col.all_to_all(t, axes="Z", bytes_=9e9)
     # 1 x 2 of 9 pieces of V/9 cross the one link between chip 0 and chips 1, 2 (and 2 x 1 back)
     assert c.bandwidth_seconds == pytest.approx(9e9 * 2 / 9 / t.axis("Z").one_way_bytes_per_s)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(kind="all-to-all", size=8), "all-gather, reduce-scatter and all-reduce"),
+    (dict(kind="all-gather", size=0), "positive integer"),
+    (dict(kind="all-gather", size=8, one_way_bytes_per_s=0.0), "one_way_bytes_per_s"),
+])
+def test_ring_refuses_what_it_cannot_price(kwargs, message):
+    args = dict(bytes_=1e9, one_way_bytes_per_s=1e9)
+    args.update(kwargs)
+    with pytest.raises(Error, match=message):
+        col.ring(args.pop("kind"), **args)
+
+
+def test_gather_to_one_refuses_a_group_spanning_two_networks():
+    t = topology.multislice("tpu-v5p", "4x4x4", slices=2)
+    with pytest.raises(Error, match="one network"):
+        col.gather_to_one(t, axes=["X", "D"], bytes_=1e9)
+
+
+def test_point_to_point_between_the_same_chip_is_free():
+    t = col.point_to_point(V5E, (3, 4), (3, 4), bytes_=1e9)
+    assert (t.hops, t.seconds) == (0, 0.0)

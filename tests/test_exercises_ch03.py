@@ -40,13 +40,20 @@ HAND = {
     "3.15": 8192 * 32768 * 2 * 15 / 16 / 90e9 * 1e3,
     # XLA reduces C: AllReduce over Y (N = 2) of C's block [64, 384] fp32: 2 V (1/2) = V, in kB
     "3.16": 64 * 384 * 4 / 1e3,
+    # weights over X only: 2 x 4096 x 16384 x 2 B / 4 = 67 MB > 50 MB; over XY 33.5 MB fits. The first matmul
+    # is free (case 1); the second ReduceScatters Out[4096, 4096] bf16 over X and Y (4x2, no wraparound:
+    # 45 + 45 GB/s) with N = 8, in us
+    "3.17": 4096 * 4096 * 2 * 7 / 8 / 90e9 * 1e6,
+    # AllGather of W (V = D F 2) and ReduceScatter of Out (V = B F 2) over the same axes: equal at B = D
+    "3.18": 8192,
 }
 
 IDS = sorted(HAND, key=lambda s: int(s.split(".")[1]))
 
 # Expected words in the hint for an answer 2x, 1000x and 8x the key.
 HINT_X2 = {"3.2": "ReduceScatter", "3.4": "2 FLOPs", "3.5": "each shard", "3.6": "two axes",
-           "3.7": "twice", "3.9": "wraparound", "3.10": "Y is not named", "3.15": "transpose"}
+           "3.7": "twice", "3.9": "wraparound", "3.10": "Y is not named", "3.15": "transpose",
+           "3.17": "ReduceScatter onto the batch"}
 HINT_X8 = {"3.7": "per chip vs total", "3.9": "per chip vs total"}
 
 
@@ -93,6 +100,7 @@ def test_problem_specific_slips():
     assert "plain AllGather over X" in check("3.12", HAND["3.12"] * 480 / 255).message
     assert "3/15" in check("3.13", 5 * HAND["3.13"]).message
     assert "reduces C" in check("3.16", 64 * 512 * 4 / 2 / 1e3).message
+    assert "more weight per chip" in check("3.17", HAND["3.17"] * 12 / 7).message
 
 
 def test_the_fastest_layout_is_the_reduce_scatter():

@@ -160,3 +160,43 @@ def backward_of_gather(chip_name, shape, axis, d_model, d_ff, dtype):
 def xla_sends(spec, mesh, dims, dtype):
     p = sharding.plan(spec, mesh=mesh, dims=dims, chip="tpu-v5e", dtype=dtype)
     return p.cheapest.comm_bytes_per_device / 1e3
+
+
+MLP_LAYOUTS = {"over X only": ("In[B, D] @ Win[D, F_X] -> H[B, F_X]", "H[B, F_X] @ Wout[F_X, D] -> Out[B_X, D]"),
+               "over XY, AllReduce": ("In[B, D] @ Win[D, F_XY] -> H[B, F_XY]", "H[B, F_XY] @ Wout[F_XY, D] -> Out[B, D]"),
+               "over XY, ReduceScatter": ("In[B, D] @ Win[D, F_XY] -> H[B, F_XY]",
+                                          "H[B, F_XY] @ Wout[F_XY, D] -> Out[B_XY, D]")}
+
+
+def _mlp_weight_bytes_per_chip(specs, mesh, dims, dtype) -> float:
+    return sum(sharding.layout(s.split("@")[1].split("->")[0], mesh=mesh, dims=dims, dtype=dtype).bytes_per_device
+               for s in specs)
+
+
+@problem("3.17", title="An MLP under a memory cap", unit="us", chip_name="tpu-v5e", mesh={"X": 4, "Y": 2},
+         dims={"B": 4096, "D": 4096, "F": 16384}, dtype="bf16", cap_bytes=50e6, layouts=MLP_LAYOUTS,
+         slips={2: "off by 2: that layout AllReduces the output; a ReduceScatter onto the batch sends half",
+                12 / 7: "that layout keeps more weight per chip than the cap allows: cutting F over X alone "
+                        "leaves a quarter of both weights on each chip"},
+         hint="keep the layouts whose two weights fit under the cap, price their collectives with sharding.plan, "
+              "take the smallest")
+def memory_capped_mlp(chip_name, mesh, dims, dtype, cap_bytes, layouts):
+    best = None
+    for specs in layouts.values():
+        if _mlp_weight_bytes_per_chip(specs, mesh, dims, dtype) > cap_bytes:
+            continue
+        t = sum(sharding.plan(s, mesh=mesh, dims=dims, chip=chip_name, dtype=dtype).comm_seconds for s in specs)
+        best = t if best is None else min(best, t)
+    return best / _US
+
+
+@problem("3.18", title="When to move weights instead of activations", unit="token", rel_tol=1e-9,
+         chip_name="tpu-v5e", mesh={"X": 4, "Y": 2}, d_model=8192, d_ff=32768, dtype="bf16",
+         gather="In[B_XY, D] @ W[D_XY, F] -> Out[B_XY, F]", reduce="In[B, D_XY] @ W[D_XY, F] -> Out[B_XY, F]",
+         hint="the gather moves V = D F bytes x 2, the ReduceScatter V = B F x 2, over the same axes: equal at B = D")
+def weights_or_activations(chip_name, mesh, d_model, d_ff, dtype, gather, reduce):
+    def comm(spec, b):
+        dims = {"B": b, "D": d_model, "F": d_ff}
+        return sharding.plan(spec, mesh=mesh, dims=dims, chip=chip_name, dtype=dtype).comm_seconds
+    b0 = 1024  # a batch large enough to be bandwidth-bound: there the ReduceScatter grows in proportion to B
+    return round(b0 * comm(gather, b0) / comm(reduce, b0))
