@@ -10,7 +10,7 @@ __all__ = ["memory_levels_chart", "gpu_generations", "all_reduce_scaling", "hier
            "parallelism_batches"]
 
 
-def memory_levels_chart(names: Sequence[str] = ("tpu-v5e", "h100", "b200"), ax=None):
+def memory_levels_chart(names: Sequence[str] = ("tpu-v5e", "a100", "h100"), ax=None):
     """Capacity (x) against bandwidth (y) of each memory level of each chip, log-log.
 
     Levels: on-chip (VMEM, or SMEM of all SMs), L2 (GPU), HBM and the host link. Chapter 2b.
