@@ -80,7 +80,9 @@ def _anchors(path: Path, cache: dict[Path, set[str]]) -> set[str]:
 
 
 MATH_JS = """() => {
-  const text = document.querySelector('main') ? document.querySelector('main').innerText : document.body.innerText;
+  const main = (document.querySelector('main') || document.body).cloneNode(true);
+  main.querySelectorAll('pre, code, script, .cell_input').forEach(e => e.remove());
+  const text = main.textContent;
   return {
     mathNodes: document.querySelectorAll('.math, span.math, div.math').length,
     rendered: document.querySelectorAll('mjx-container').length,

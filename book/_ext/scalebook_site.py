@@ -12,6 +12,8 @@
   it as its `alt`. An output image without one is reported as a warning, which `-W` makes an error.
 - **Nothing from elsewhere.** sphinx-thebe's scripts (which name a CDN; the book has no Thebe
   button) are left out of the pages, and the theme's colour mode is set so its script logs no error.
+- **Colab buttons only to notebooks.** A page without a generated `.ipynb` beside its source
+  (the hardware and CLI reference pages) gets no Colab button.
 - **Book CSS.** `book/_static/scalebook.css` (wide outputs scroll inside their cell, tables).
 """
 from __future__ import annotations
@@ -58,9 +60,21 @@ def _serve_mathjax(app, config) -> None:
         css.append("scalebook.css")
     config.html_css_files = css
     # pydata-sphinx-theme logs a console error for an empty mode; say which one we want.
-    options = dict(config.html_theme_options or {})
-    options.setdefault("default_mode", "light")
-    config.html_theme_options = options
+    context = dict(config.html_context or {})
+    context.setdefault("default_mode", "light")
+    config.html_context = context
+
+
+def _drop_colab_without_notebook(app, pagename, templatename, context, doctree) -> None:
+    """A page that runs code but has no generated notebook (.ipynb beside its source) gets no
+    Colab button: Colab cannot open the MyST source the theme would otherwise link."""
+    for group in context.get("header_buttons", []) or []:
+        if group.get("label") != "launch-buttons":
+            continue
+        group["buttons"] = [b for b in group.get("buttons", [])
+                            if "colab" not in str(b.get("url", "")) or str(b.get("url")).endswith(".ipynb")]
+    context["header_buttons"] = [g for g in context.get("header_buttons", []) or []
+                                 if g.get("label") != "launch-buttons" or g.get("buttons")]
 
 
 def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
@@ -176,4 +190,5 @@ def setup(app):
     app.connect("config-inited", _serve_mathjax)
     app.connect("doctree-read", _alt_text)
     app.connect("html-page-context", _drop_thebe, priority=900)
+    app.connect("html-page-context", _drop_colab_without_notebook, priority=900)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

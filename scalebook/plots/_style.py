@@ -107,10 +107,26 @@ def _summary_of(fn: Callable) -> str:
 
 # ------------------------------------------------------------------ fonts and colours
 def _texts(fig):
+    """The texts a reader sees: visible, not empty, not the ticks of an axes drawn without axis."""
     from matplotlib.text import Text
 
+    hidden = set()
+    for ax in fig.axes:
+        if not ax.axison:
+            hidden |= {id(t) for axis in (ax.xaxis, ax.yaxis) for t in axis.findobj(Text)}
+            continue
+        if getattr(ax, "name", "") == "3d":
+            continue
+        # matplotlib keeps tick labels outside the view limits but does not draw them
+        for axis, k in ((ax.xaxis, 0), (ax.yaxis, 1)):
+            lo, hi = sorted(axis.get_view_interval())
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                loc = tick.get_loc()
+                if loc is None or not (lo - 1e-9 * abs(lo) <= loc <= hi + 1e-9 * abs(hi)):
+                    hidden |= {id(tick.label1), id(tick.label2)}
     return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
-            and t.figure is not None]
+            and t.figure is not None and id(t) not in hidden]
+
 
 
 def rendered_scale(fig) -> float:
@@ -138,9 +154,38 @@ def _relayout(fig) -> None:
         return
     if fig.__dict__.get("_scalebook_manual_layout"):
         return
+    renderer = fig.canvas.get_renderer()
+    rect = [0.0, 0.0, 1.0, 1.0]  # keep the room a figure legend above or below the axes has
+    for legend in fig.legends:
+        bb = legend.get_window_extent(renderer).transformed(fig.transFigure.inverted())
+        if bb.y1 < 0.5:
+            rect[1] = max(rect[1], bb.y1 + 0.01)
+        elif bb.y0 > 0.5:
+            rect[3] = min(rect[3], bb.y0 - 0.01)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fig.tight_layout()
+        fig.tight_layout(rect=rect)
+
+
+def clear_legends_below(fig) -> None:
+    """Move a legend drawn under its axes below that axes' x label and tick labels."""
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None or getattr(ax, "name", "") != "rectilinear":
+            continue
+        box = ax.get_window_extent(renderer)
+        lb = legend.get_window_extent(renderer)
+        if lb.y1 > box.y0:
+            continue  # the legend is not under the axes
+        under = [t for t in [ax.xaxis.label, *ax.get_xticklabels()] if t.get_visible() and t.get_text()]
+        if not under:
+            continue
+        bottom = min(t.get_window_extent(renderer).y0 for t in under)
+        if lb.y1 > bottom - 2:
+            legend.set_loc("upper center")
+            legend.set_bbox_to_anchor((0.5, (bottom - 4 - box.y0) / box.height), transform=ax.transAxes)
+            _relayout(fig)
 
 
 def fit_fonts(fig, min_pt: float = MIN_PT) -> None:
@@ -246,6 +291,7 @@ def finish(fig, summary: str = "") -> None:
     describe(fig, summary)
     recolour(fig)
     fit_fonts(fig)
+    clear_legends_below(fig)
     install_display()
 
 
