@@ -96,7 +96,9 @@ def _author_year_label(entry) -> str:
     names = ["".join(p.last_names).replace("{", "").replace("}", "") for p in persons]
     if not names:
         names = [re.sub(r"[{}]", "", entry.fields.get("organization", entry.fields.get("title", "?")))]
-    if len(names) == 1:
+    if "others" in names[1:]:  # BibTeX's "and others": an author list cut short
+        who = f"{names[0]} et al."
+    elif len(names) == 1:
         who = names[0]
     elif len(names) == 2:
         who = f"{names[0]} and {names[1]}"
