@@ -15,6 +15,7 @@ reported. For every page:
 - every image has alt text that is not a file name, and no figure is shrunk so far that its
   smallest font reads below 9 pt (the check `scalebook.plots` makes, measured in the browser: no
   image is scaled down by more than the text column the style assumes);
+- no cell output wider than its cell is cut off (it scrolls inside the cell);
 - every internal link resolves to an existing file (and its #anchor to an element of that page);
 - every Colab button links to a notebook that exists in the repository beside the page's source.
 
@@ -96,6 +97,10 @@ IMAGES_JS = """() => Array.from(document.querySelectorAll('main img')).map(img =
   natural: img.naturalWidth, shown: img.getBoundingClientRect().width, complete: img.complete,
 }))"""
 
+CLIPPED_JS = """() => Array.from(document.querySelectorAll('main .cell_output pre, main .cell_output .output'))
+  .filter(el => el.scrollWidth > el.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(el).overflowX))
+  .map(el => el.textContent.trim().slice(0, 60))"""
+
 LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))"""
 
 
@@ -125,6 +130,8 @@ def check_page(page, base: str, name: str, problems: list[str], anchors: dict, c
         if "_images/" in src and img["shown"] < min(img["natural"], column_px) - 2:
             problems.append(f"{name}: figure {src} shown {img['shown']:.0f} px wide, narrower than the "
                             f"{column_px} px column the figure style assumes (fonts below 9 pt)")
+    for text in page.evaluate(CLIPPED_JS):
+        problems.append(f"{name}: an output wider than its cell is clipped, not scrollable: {text!r}")
     for href in page.evaluate(LINKS_JS):
         if href.startswith(("mailto:", "javascript:")):
             continue
