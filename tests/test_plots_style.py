@@ -170,15 +170,16 @@ def test_no_font_reads_below_9_pt_at_the_width_the_site_shows(drawn):
     assert small == {}
 
 
-# Figures with label collisions not yet fixed, and how many pairs collide (no figure may get more,
-# and no other figure may get any): run ids annotated beside nearby points of a scatter.
-KNOWN_OVERLAPS = {"serving_validation": 1, "validation_scatter": 3}
-
-
 def test_no_two_labels_overlap(drawn):
-    clashes = {n: _style.text_overlaps(f)[:3] for n, f in drawn.items()
-               if len(_style.text_overlaps(f)) > KNOWN_OVERLAPS.get(n, 0)}
+    clashes = {n: _style.text_overlaps(f)[:3] for n, f in drawn.items() if _style.text_overlaps(f)}
     assert clashes == {}
+
+
+def test_overlapping_labels_are_found():
+    fig, ax = plt.subplots()
+    ax.text(0.5, 0.5, "one label")
+    ax.text(0.5, 0.5, "another label")
+    assert _style.text_overlaps(fig) == [("one label", "another label")]
 
 
 def test_the_systolic_array_labels_fit_their_cells(drawn):

@@ -244,13 +244,15 @@ def recolour(fig) -> None:
 # ------------------------------------------------------------------ overlaps
 def text_overlaps(fig, tolerance_px: float = 1.0) -> list[tuple[str, str]]:
     """Pairs of visible texts of `fig` whose boxes overlap by more than `tolerance_px` each way."""
+    from matplotlib.text import Text
+
     renderer = fig.canvas.get_renderer()
     fig.draw_without_rendering()
     boxes = []
     for t in _texts(fig):
         if getattr(t, "axes", None) is not None and getattr(t.axes, "name", "") == "3d":
             continue
-        bb = t.get_window_extent(renderer)
+        bb = Text.get_window_extent(t, renderer)  # of an annotation, the text without its arrow
         if bb.width > 0 and bb.height > 0:
             boxes.append((t, bb))
     found = []
