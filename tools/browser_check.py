@@ -239,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
                     page.goto(base + name + ".html", wait_until="networkidle")
                     if name.startswith("exercises/"):
                         page.locator(".solution.dropdown button.toggle-button").first.click()
+                    else:  # the first figure, with the prose and formulas around it
+                        page.locator("main .cell_output img").first.evaluate(
+                            "el => el.scrollIntoView({block: 'center'})")
                     page.wait_for_timeout(500)
                     page.screenshot(path=str(args.screenshots / file))
             browser.close()

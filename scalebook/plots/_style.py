@@ -102,7 +102,7 @@ def description(fig) -> str:
 
 def _summary_of(fn: Callable) -> str:
     doc = (fn.__doc__ or "").strip().split("\n\n")[0]
-    return " ".join(doc.split())
+    return " ".join(doc.replace("`", "").split())
 
 
 # ------------------------------------------------------------------ fonts and colours
