@@ -27,6 +27,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile tests
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadscope --nbval-lax -p no:cacheprovider chapters/*.ipynb exercises/*.ipynb
 	$(BIN)/python tools/build_book.py --check
+	sh tools/install_browser.sh $(BIN)/python && $(BIN)/python tools/browser_check.py
 
 book: $(STAMP)
 	$(BIN)/python tools/build_book.py

@@ -42,3 +42,46 @@ def glue(name: str, value: Any, unit: str | None = None, digits: int = 3) -> Any
         return value
     _glue(name, value, display=False)
     return value
+
+
+class Table:
+    """Rows shown as an HTML table in Jupyter, Colab and the book (fixed-width text elsewhere)."""
+
+    def __init__(self, rows: list[dict[str, Any]], columns: list[str]):
+        self.rows = rows
+        self.columns = columns
+
+    @staticmethod
+    def _cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+        return str(value)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(self._cell(r.get(c, '')))}</td>" for c in self.columns)
+                       + "</tr>" for r in self.rows)
+        return f'<table class="scalebook-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+    def __repr__(self) -> str:
+        cells = [[self._cell(r.get(c, "")) for c in self.columns] for r in self.rows]
+        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(self.columns)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(self.columns, widths))]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+        return "\n".join(lines)
+
+
+def table(rows: "list[dict[str, Any]]", columns: "list[str] | None" = None) -> Table:
+    """A table of `rows` (dicts) for display: `table([{"chips": 8, "seconds": 1.5}])` as the last
+    line of a cell shows an HTML table. `columns` picks and orders the keys (default: the first
+    row's). Floats of 100 or more print with thousands separators and no decimals, smaller ones
+    with three significant digits.
+    """
+    from .errors import Error
+
+    rows = [dict(r) for r in rows]
+    if not rows:
+        raise Error("table() needs at least one row (a dict of column -> value)")
+    return Table(rows, list(columns) if columns is not None else list(rows[0]))

@@ -4,13 +4,17 @@
     python tools/build_book.py           # build _build/html and print the page to open
     python tools/build_book.py --check   # the same, then check what a reader relies on
 
-Guards the Jupyter Book major version first: Jupyter Book 2 (mystmd) is a different tool that
+Installs the site's own JavaScript first (MathJax, pinned in tools/site/package.json and
+package-lock.json) with `npm ci`, so the site serves it itself and needs no CDN. Guards the
+Jupyter Book major version: Jupyter Book 2 (mystmd) is a different tool that
 may exit 0 on a v1 book without building it (TOOLCHAIN.md, note 1).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -26,6 +30,24 @@ def toc_pages() -> list[str]:
     text = (ROOT / "_toc.yml").read_text()
     root = re.search(r"^root:\s*(\S+)", text, re.M).group(1)
     return [root] + re.findall(r"file:\s*(\S+)", text)
+
+
+SITE_ASSETS = ROOT / "tools" / "site"
+
+
+def install_site_assets() -> None:
+    """`npm ci` the pinned MathJax into tools/site/node_modules unless that version is there."""
+    want = json.loads((SITE_ASSETS / "package.json").read_text())["dependencies"]["mathjax"]
+    have = SITE_ASSETS / "node_modules" / "mathjax" / "package.json"
+    if have.exists() and json.loads(have.read_text())["version"] == want:
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        sys.exit("npm not found: the site serves its own MathJax, installed with npm "
+                 "(Debian: apt-get install npm)")
+    proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--prefix", str(SITE_ASSETS)], cwd=SITE_ASSETS)
+    if proc.returncode != 0:
+        sys.exit(f"npm ci in {SITE_ASSETS} failed (exit {proc.returncode})")
 
 
 def build() -> float:
@@ -64,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="also verify the built pages")
     args = ap.parse_args(argv)
+    install_site_assets()
     seconds = build()
     check()
     print(f"built in {seconds:.0f} s; open {HTML / 'index.html'}")

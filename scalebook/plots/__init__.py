@@ -18,3 +18,17 @@ from .inference import *  # noqa: F401,F403  (chapter 7)
 from .profiling import *  # noqa: F401,F403  (chapter 9)
 from .jax_parallel import *  # noqa: F401,F403  (chapter 10)
 from .conclusion import *  # noqa: F401,F403  (chapter 11)
+
+# Keep this last: every public function above (and of any module imported above it) draws under
+# the book's style and finishes its figure (fonts readable at the rendered width, colour-blind-safe
+# colours, a description for alt text); see `_style`. Functions returning data pass unchanged.
+import inspect as _inspect  # noqa: E402
+
+from . import _style  # noqa: E402
+from ._style import describe, description  # noqa: E402,F401
+
+for _name, _obj in list(globals().items()):
+    if (not _name.startswith("_") and _inspect.isfunction(_obj) and getattr(_obj, "__module__", "").startswith(__name__ + ".")
+            and _name not in ("describe", "description")):
+        globals()[_name] = _style.figure_function(_obj)
+del _name, _obj

@@ -54,12 +54,13 @@ def systolic_active(size: int, rows: int, t: int) -> dict[tuple[int, int], int]:
 
 
 def systolic_steps(size: int = 4, rows: int = 3, steps: Sequence[int] | None = None,
-                   ncols: int = 3, fig=None):
+                   ncols: int = 2, fig=None):
     """Panels of a `size` x `size` weight-stationary systolic array streaming `rows` input rows.
 
-    Each panel is one clock step: a busy cell shows the product it adds (x[b,i] * w[i,j]),
-    coloured by the input row b it serves; inputs still waiting sit skewed to the left, finished
-    outputs y[b, j] drop out below their column. The whole pass takes rows + 2*size - 2 steps.
+    Each panel is one clock step: every cell (i, j) holds the weight w[i,j] (labelled while idle);
+    a busy cell shows the input x[b,i] it multiplies by its weight, coloured by the input row b it
+    serves; inputs still waiting sit skewed to the left, finished outputs y[b, j] drop out below
+    their column. The whole pass takes rows + 2*size - 2 steps.
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import Circle, Rectangle
@@ -72,7 +73,7 @@ def systolic_steps(size: int = 4, rows: int = 3, steps: Sequence[int] | None = N
             raise Error(f"step {t} is outside the pass: valid steps are 0..{total - 1}")
     nrows = math.ceil(len(steps) / ncols)
     if fig is None:
-        fig = plt.figure(figsize=(3.4 * ncols, 3.6 * nrows))
+        fig = plt.figure(figsize=(3.4 * ncols, 3.3 * nrows + 0.6))
     axes = fig.subplots(nrows, ncols, squeeze=False)
     colors = plt.get_cmap("tab10").colors
     for k, ax in enumerate(axes.flat):
@@ -87,32 +88,31 @@ def systolic_steps(size: int = 4, rows: int = 3, steps: Sequence[int] | None = N
                 if (i, j) in busy:
                     b = busy[(i, j)]
                     ax.add_patch(Rectangle((x - 0.45, y - 0.45), 0.9, 0.9, color=colors[b % 10], alpha=0.85))
-                    ax.text(x, y + 0.12, f"$x_{{{b}{i}}}$", ha="center", va="center", fontsize=8, color="white")
-                    ax.text(x, y - 0.18, f"$w_{{{i}{j}}}$", ha="center", va="center", fontsize=7, color="white")
+                    ax.text(x, y, f"$x_{{{b}{i}}}$", ha="center", va="center", fontsize=9, color="white")
                 else:
                     ax.add_patch(Rectangle((x - 0.45, y - 0.45), 0.9, 0.9, facecolor="#eeeeee", edgecolor="#bbbbbb"))
-                    ax.text(x, y, f"$w_{{{i}{j}}}$", ha="center", va="center", fontsize=7, color="#888888")
+                    ax.text(x, y, f"$w_{{{i}{j}}}$", ha="center", va="center", fontsize=9, color="#555555")
             # inputs still queued on the left of row i: x[b, i] enters at step b + i
             for b in range(rows):
                 dist = b + i - t
                 if dist > 0:
                     cx = -0.25 - 0.55 * dist
                     ax.add_patch(Circle((cx, size - 1 - i), 0.22, color=colors[b % 10], alpha=0.6))
-                    ax.text(cx, size - 1 - i, f"{b}", ha="center", va="center", fontsize=6, color="white")
+                    ax.text(cx, size - 1 - i, f"{b}", ha="center", va="center", fontsize=9, color="black")
         # outputs that have left the bottom of column j: y[b, j] leaves after step b + size - 1 + j
         for j in range(size):
             done = [b for b in range(rows) if t > b + size - 1 + j]
             for n_out, b in enumerate(done):
                 cy = -0.85 - 0.5 * n_out
                 ax.add_patch(Rectangle((j - 0.3, cy - 0.2), 0.6, 0.4, color=colors[b % 10]))
-                ax.text(j, cy, f"$y_{{{b}{j}}}$", ha="center", va="center", fontsize=6, color="white")
+                ax.text(j, cy, f"$y_{{{b}{j}}}$", ha="center", va="center", fontsize=9, color="white")
         ax.set_xlim(-0.3 - 0.55 * (rows + size - 1), size - 0.4)
         ax.set_ylim(-0.9 - 0.5 * rows, size - 0.3)
         ax.set_aspect("equal")
         ax.set_title(f"step {t}: {len(busy)} of {size * size} cells busy", fontsize=9)
     fig.suptitle(f"A {size}x{size} weight-stationary systolic array multiplying "
-                 f"[{rows}x{size}] by [{size}x{size}]\n"
-                 "inputs enter from the left (skewed by row), partial sums flow down, "
+                 f"[{rows}x{size}] by [{size}x{size}]:\n"
+                 "inputs enter from the left (skewed by row), partial sums flow down,\n"
                  "outputs drop out of the bottom", fontsize=10)
     fig.tight_layout()
     return fig
@@ -327,7 +327,7 @@ def bandwidth_tiers(names: Sequence[str] = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "tp
     Each step down the tiers costs roughly an order of magnitude; see `tier_bandwidths` for how
     each bar is counted. A missing figure is marked 'n/a' rather than drawn as zero.
     """
-    fig, ax = _ax(ax, (9, 4.2))
+    fig, ax = _ax(ax, (6.8, 5.0))
     cs = [hardware.chip(n) for n in names]
     width = 0.8 / len(TIERS)
     colors = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
@@ -337,11 +337,11 @@ def bandwidth_tiers(names: Sequence[str] = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "tp
             v = tier_bandwidths(c)[tier]
             x = i + (k - (len(TIERS) - 1) / 2) * width
             if v is None:
-                ax.text(x, ymin * 1.3, "n/a", rotation=90, ha="center", va="bottom", fontsize=7, color="#777777")
+                ax.text(x, ymin * 1.3, "n/a", rotation=90, ha="center", va="bottom", fontsize=9, color="#777777")
                 continue
             ax.bar(x, v, width, color=colors[k], label=tier if i == 0 or tier not in ax.get_legend_handles_labels()[1] else None)
             ax.text(x, v * 1.15, units.format_quantity(v, "B/s"),
-                    rotation=90, ha="center", va="bottom", fontsize=6)
+                    rotation=90, ha="center", va="bottom", fontsize=9)
     ax.set_yscale("log")
     ax.set_ylim(ymin, 1e14)
     ax.set_xticks(range(len(cs)))
@@ -351,9 +351,11 @@ def bandwidth_tiers(names: Sequence[str] = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "tp
     seen = {}
     for h, l in zip(handles, labels):
         seen.setdefault(l, h)
-    ax.legend(seen.values(), seen.keys(), fontsize=8, ncol=4, loc="upper left")
+    ax.legend(seen.values(), seen.keys(), fontsize=9, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+              frameon=False)
     ax.set_title("Bandwidth tiers per chip: each step away from HBM costs about 10x", fontsize=10)
     ax.grid(axis="y", alpha=0.3, which="major")
+    fig.tight_layout()
     return fig
 
 

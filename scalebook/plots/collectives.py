@@ -131,21 +131,26 @@ def sharded_array(dims: str = "I_X, J", mesh: "Mapping[str, int] | None" = None,
 
 def sharded_arrays(specs: Sequence[str] = ("I, J", "I_X, J", "I_X, J_Y", "I_XY, J"),
                    mesh: "Mapping[str, int] | None" = None, *, name: str = "A", fig=None):
-    """Several shardings of the same array side by side (one `sharded_array` panel each)."""
+    """Several shardings of the same array, two panels to a row (one `sharded_array` panel each)."""
     import matplotlib.pyplot as plt
 
     if not specs:
         raise Error("give at least one sharding, e.g. ('I_X, J',)")
+    ncols = min(2, len(specs))
+    nrows = math.ceil(len(specs) / ncols)
     if fig is None:
-        fig = plt.figure(figsize=(2.9 * len(specs), 3.3))
-    axes = fig.subplots(1, len(specs), squeeze=False)[0]
+        fig = plt.figure(figsize=(3.3 * ncols, 3.2 * nrows + 0.5))
+    grid = fig.subplots(nrows, ncols, squeeze=False)
+    axes = list(grid.flat)
+    for ax in axes[len(specs):]:
+        ax.set_axis_off()
     for ax, spec in zip(axes, specs):
         sharded_array(spec, mesh, name=name, ax=ax)
     m = dict(mesh or {"X": 4, "Y": 2})
     fig.suptitle("Devices holding each block on a " + "x".join(f"{v}" for v in m.values()) + " mesh ("
                  + ", ".join(f"{k}={v}" for k, v in m.items()) + "; device = "
                  + " * ".join(f"{k}" for k in list(m)[:1]) + (f"*{list(m.values())[1]} + {list(m)[1]}" if len(m) == 2 else "")
-                 + ")", fontsize=10)
+                 + ")", fontsize=10, wrap=True)
     fig.tight_layout()
     return fig
 
@@ -269,29 +274,30 @@ def multi_axis_allgather(topology, *, bytes_: float, groups: "Sequence[Sequence[
 
 
 def predicted_vs_compiled(rows: Sequence[Mapping], *, ax=None):
-    """Grouped bars: bytes per device each case moves, predicted by the rules vs found in compiled HLO.
+    """Paired horizontal bars: bytes per device each case moves, predicted by the rules vs found in compiled HLO.
 
     Each row is a mapping with keys 'case' (label), 'predicted' and 'compiled' (bytes per device,
     summed over the case's collectives), and optionally 'predicted_ops' and 'compiled_ops'
-    (short text such as 'AllGather(X)') printed above the bars.
+    (short text such as 'AllGather(X)') written beside the bars.
     """
     if not rows:
         raise Error("predicted_vs_compiled needs at least one row")
-    fig, ax = _ax(ax, (1.9 * len(rows) + 2.5, 4.0))
-    w = 0.38
+    fig, ax = _ax(ax, (6.8, 1.0 * len(rows) + 1.4))
+    h = 0.38
     top = max(max(r["predicted"], r["compiled"]) for r in rows) or 1.0
     for i, r in enumerate(rows):
         for j, (key, color, lab) in enumerate((("predicted", _COLORS[0], "predicted (scalebook.sharding)"),
                                                ("compiled", _COLORS[1], "compiled (XLA HLO)"))):
-            x = i + (j - 0.5) * w
-            ax.bar(x, r[key] / 1e3, w, color=color, label=lab if i == 0 else None)
+            y = i + (j - 0.5) * h
+            ax.barh(y, r[key] / 1e3, h, color=color, label=lab if i == 0 else None)
             ops = r.get(f"{key}_ops")
             if ops is not None:
-                ax.text(x, r[key] / 1e3 + top / 1e3 * 0.02, ops or "none", ha="center", va="bottom", fontsize=7,
-                        rotation=90)
-    ax.set_xticks(range(len(rows)), [r["case"] for r in rows], fontsize=8)
-    ax.set_ylabel("bytes sent per device (kB)")
-    ax.set_ylim(0, top / 1e3 * 1.6)
+                ax.text(r[key] / 1e3 + top / 1e3 * 0.02, y, ops or "none", ha="left", va="center", fontsize=9)
+    ax.set_yticks(range(len(rows)), [r["case"] for r in rows], fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlabel("bytes sent per device (kB)")
+    ax.set_xlim(0, top / 1e3 * 2.0)
     ax.set_title("Collectives of each sharded matmul: rule vs compiler", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=9, loc="lower right")
+    fig.tight_layout()
     return fig

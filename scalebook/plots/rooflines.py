@@ -101,33 +101,34 @@ def critical_intensity_bars(
     *,
     ax=None,
 ):
-    """Grouped bars: each chip's critical intensity (peak / HBM bandwidth) in each dtype.
+    """Grouped horizontal bars: each chip's critical intensity (peak / HBM bandwidth) in each dtype.
 
     A dtype the chip has no peak for in the spec table is left out (no bar), never substituted.
     """
     cs = [hardware.chip(c) for c in (chips if chips is not None else hardware.chip_names())]
     if not cs or not dtypes:
         raise Error("critical_intensity_bars() needs at least one chip and one dtype")
-    fig, ax = _ax(ax, figsize=(7.5, 4))
-    width = 0.8 / len(dtypes)
+    fig, ax = _ax(ax, figsize=(6.8, 0.5 * len(cs) * (1 + 0.3 * len(dtypes)) + 1.0))
+    height = 0.8 / len(dtypes)
     for j, dtype in enumerate(dtypes):
         d = units.canonical_dtype(dtype)
-        xs, ys = [], []
+        ys, xs = [], []
         for i, c in enumerate(cs):
             if d in c.flops_per_s:
-                xs.append(i - 0.4 + width * (j + 0.5))
-                ys.append(c.flops_per_s[d] / c.hbm_bytes_per_s)
-        bars = ax.bar(xs, ys, width=width, label=d)
+                ys.append(i - 0.4 + height * (j + 0.5))
+                xs.append(c.flops_per_s[d] / c.hbm_bytes_per_s)
+        bars = ax.barh(ys, xs, height=height, label=d)
         if d == "bf16":
             for x, y in zip(xs, ys):
-                ax.annotate(f"{y:.0f}", (x, y), ha="center", va="bottom", fontsize=7,
-                            color=bars.patches[0].get_facecolor())
-    ax.set_xticks(range(len(cs)))
-    ax.set_xticklabels([c.display_name.replace(" (", "\n(") for c in cs], fontsize=8)
-    ax.set_ylabel("critical intensity (FLOP per HBM byte)")
+                ax.annotate(f"{x:.0f}", (x, y), xytext=(3, 0), textcoords="offset points", ha="left", va="center",
+                            fontsize=9, color=bars.patches[0].get_facecolor())
+    ax.set_yticks(range(len(cs)))
+    ax.set_yticklabels([c.display_name for c in cs], fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlabel("critical intensity (FLOP per HBM byte)")
     ax.set_title("FLOPs a chip can do per byte it reads from HBM", fontsize=10)
-    ax.legend(fontsize=8, title="matmul dtype", title_fontsize=8)
-    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=9, title="matmul dtype", title_fontsize=9, loc="lower right")
+    ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
 

@@ -339,7 +339,7 @@ def serving_validation(rows: "Sequence[Mapping]", *, label_worst: int = 3, ax=No
     worst = sorted((r for r in rows if not r.get("anchor")), key=lambda r: -abs(r["error"]))[:max(0, label_worst)]
     for k, r in enumerate(sorted(worst, key=lambda r: -r["predicted"])):
         ax.annotate(f"{r['id']} ({100 * r['error']:+.0f}%)", (r["reported"], r["predicted"]),
-                    xytext=(0.30, 0.22 - 0.065 * k), textcoords="axes fraction", fontsize=9, ha="left",
+                    xytext=(0.30, 0.25 - 0.08 * k), textcoords="axes fraction", fontsize=9, ha="left", va="center",
                     arrowprops=dict(arrowstyle="-", color="#666666", lw=0.6, relpos=(0, 0.5)))
     ax.set_xscale("log")
     ax.set_yscale("log")

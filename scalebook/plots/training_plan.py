@@ -338,7 +338,7 @@ def validation_scatter(rows: "Sequence[Mapping] | None" = None, *, label_worst: 
     def size(r):
         return runs.published_run(r["id"]).published_params
 
-    fig, ax = axes(ax, (7.6, 4.8))
+    fig, ax = axes(ax, (6.8, 5.0))
     sizes = [size(r) for r in rows]
     lo, hi = min(sizes) / 1.8, max(sizes) * 1.8
     ax.axhspan(-25, 25, color="#eeeeee", label="within 25%")
@@ -366,7 +366,7 @@ def validation_scatter(rows: "Sequence[Mapping] | None" = None, *, label_worst: 
         group = sorted((r for r in worst if (size(r) < mid) == side), key=lambda r: -r["error"])
         for k, r in enumerate(group):
             ax.annotate(f"{r['id']} ({100 * r['error']:+.0f}%)", (size(r), 100 * r["error"]),
-                        xytext=(14 if side else -14, 10 - 16 * k), textcoords="offset points", fontsize=9,
+                        xytext=(14 if side else -14, 12 - 18 * k), textcoords="offset points", fontsize=9,
                         ha="left" if side else "right", va="center",
                         arrowprops=dict(arrowstyle="-", color="#666666", lw=0.6))
     ax.set_xscale("log")
@@ -375,7 +375,7 @@ def validation_scatter(rows: "Sequence[Mapping] | None" = None, *, label_worst: 
     ax.set_xlabel("model size (published parameter count)")
     ax.set_ylabel("predicted / reported tokens/s per chip - 1 (%)")
     ax.set_title("Step model against published runs: error in training throughput", fontsize=10)
-    ax.legend(fontsize=9, loc="lower left", ncol=2)
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     return fig

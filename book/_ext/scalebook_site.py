@@ -1,0 +1,197 @@
+"""What the built site needs so that it stands alone and reads well (loaded from `_config.yml`).
+
+- **MathJax from the site itself.** The pinned MathJax 3 of `tools/site/package.json` (installed
+  by `tools/build_book.py` with npm into `tools/site/node_modules`) is copied into
+  `_static/mathjax`, and Sphinx's `mathjax_path` points there: no page asks a CDN for it, so
+  formulas render offline. A build without it stops with the command that installs it.
+- **Author-year bibliography.** A pybtex style `authoryear` labels each entry "Williams et al.,
+  2009" (the form of the in-text citations, `bibtex_reference_style = "author_year"`) and sorts
+  by author, year, title; `_config.yml` makes it the default style.
+- **Alt text for every figure.** Figures from `scalebook.plots` carry a description in their PNG
+  (`Description` text chunk, written by `scalebook.plots._style`); each image a cell outputs gets
+  it as its `alt`. An output image without one is logged; tools/browser_check.py fails on it.
+- **Nothing from elsewhere.** sphinx-thebe's scripts (which name a CDN; the book has no Thebe
+  button) are left out of the pages, and the theme's colour mode is set so its script logs no error.
+- **Colab buttons only to notebooks.** A page without a generated `.ipynb` beside its source
+  (the hardware and CLI reference pages) gets no Colab button.
+- **Book CSS.** `book/_static/scalebook.css` (wide outputs scroll inside their cell, tables).
+"""
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+from pathlib import Path
+
+from docutils import nodes
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSETS = ROOT / "tools" / "site"
+MATHJAX = ASSETS / "node_modules" / "mathjax"
+MATHJAX_ENTRY = "mathjax/es5/tex-chtml.js"
+
+
+def pinned_mathjax_version() -> str:
+    """The MathJax version `tools/site/package.json` pins."""
+    return json.loads((ASSETS / "package.json").read_text())["dependencies"]["mathjax"]
+
+
+# ---------------------------------------------------------------- MathJax served by the site
+def _serve_mathjax(app, config) -> None:
+    from sphinx.errors import ConfigError
+
+    installed = MATHJAX / "package.json"
+    want = pinned_mathjax_version()
+    have = json.loads(installed.read_text())["version"] if installed.exists() else None
+    if have != want:
+        raise ConfigError(
+            f"MathJax {want} is not installed in {MATHJAX.parent} (found {have}); run "
+            f"`npm ci --prefix tools/site` (tools/build_book.py does this before building)")
+    config.mathjax_path = MATHJAX_ENTRY
+    # html_static_path entries are copied into _static; this one holds the folder `mathjax`.
+    static = [str(p) for p in config.html_static_path]
+    for path in (str(MATHJAX.parent), str(Path(__file__).resolve().parents[1] / "_static")):
+        if path not in static:
+            static.append(path)
+    config.html_static_path = static
+    css = list(config.html_css_files or [])
+    if "scalebook.css" not in css:
+        css.append("scalebook.css")
+    config.html_css_files = css
+    # pydata-sphinx-theme logs a console error for an empty mode; say which one we want.
+    context = dict(config.html_context or {})
+    context.setdefault("default_mode", "light")
+    config.html_context = context
+
+
+def _drop_colab_without_notebook(app, pagename, templatename, context, doctree) -> None:
+    """A page that runs code but has no generated notebook (.ipynb beside its source) gets no
+    Colab button: Colab cannot open the MyST source the theme would otherwise link."""
+    for group in context.get("header_buttons", []) or []:
+        if group.get("label") != "launch-buttons":
+            continue
+        group["buttons"] = [b for b in group.get("buttons", [])
+                            if "colab" not in str(b.get("url", "")) or str(b.get("url")).endswith(".ipynb")]
+    context["header_buttons"] = [g for g in context.get("header_buttons", []) or []
+                                 if g.get("label") != "launch-buttons" or g.get("buttons")]
+
+
+def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
+    """Leave out sphinx-thebe's scripts: the book has no Thebe button, and its inline config
+    (declared twice by Jupyter Book) is a script error that names a CDN."""
+    files = context.get("script_files")
+    if not files:
+        return
+    context["script_files"] = [
+        f for f in files
+        if "THEBE_JS_URL" not in str(getattr(f, "attributes", {}).get("body", ""))
+        and "sphinx-thebe" not in str(getattr(f, "filename", f) or "")
+    ]
+
+
+# ---------------------------------------------------------------- author-year bibliography
+def _author_year_label(entry) -> str:
+    persons = entry.persons.get("author") or entry.persons.get("editor") or []
+    names = ["".join(p.last_names).replace("{", "").replace("}", "") for p in persons]
+    if not names:
+        names = [re.sub(r"[{}]", "", entry.fields.get("organization", entry.fields.get("title", "?")))]
+    if "others" in names[1:]:  # BibTeX's "and others": an author list cut short
+        who = f"{names[0]} et al."
+    elif len(names) == 1:
+        who = names[0]
+    elif len(names) == 2:
+        who = f"{names[0]} and {names[1]}"
+    else:
+        who = f"{names[0]} et al."
+    return f"{who}, {entry.fields.get('year', 'n.d.')}"
+
+
+def _register_bib_style() -> None:
+    from pybtex.plugin import register_plugin
+    from pybtex.style.formatting.unsrt import Style as Unsrt
+    from pybtex.style.labels import BaseLabelStyle
+
+    class AuthorYearLabels(BaseLabelStyle):
+        """'Williams et al., 2009'; a letter is appended where two entries would share a label."""
+
+        def format_labels(self, sorted_entries):
+            labels = [_author_year_label(e) for e in sorted_entries]
+            counts = {lab: labels.count(lab) for lab in labels}
+            seen: dict[str, int] = {}
+            for lab in labels:
+                if counts[lab] > 1:
+                    seen[lab] = seen.get(lab, 0) + 1
+                    yield lab + "abcdefghijklmnopqrstuvwxyz"[seen[lab] - 1]
+                else:
+                    yield lab
+
+    class AuthorYearStyle(Unsrt):
+        default_label_style = AuthorYearLabels
+        default_sorting_style = "author_year_title"
+
+    register_plugin("pybtex.style.labels", "authoryear", AuthorYearLabels, force=True)
+    register_plugin("pybtex.style.formatting", "authoryear", AuthorYearStyle, force=True)
+
+
+# ---------------------------------------------------------------- alt text from the PNG
+def png_description(data: bytes) -> str | None:
+    """The `Description` text chunk of a PNG (tEXt, zTXt or iTXt), or None."""
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return None
+    pos = 8
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        pos += 12 + length
+        if kind == b"tEXt":
+            key, _, value = body.partition(b"\0")
+            if key == b"Description":
+                return value.decode("latin-1")
+        elif kind == b"zTXt":
+            key, _, rest = body.partition(b"\0")
+            if key == b"Description":
+                return zlib.decompress(rest[1:]).decode("latin-1")
+        elif kind == b"iTXt":
+            key, _, rest = body.partition(b"\0")
+            if key == b"Description":
+                compressed, rest = rest[0], rest[2:]
+                _lang, _, rest = rest.partition(b"\0")
+                _tkey, _, text = rest.partition(b"\0")
+                return (zlib.decompress(text) if compressed else text).decode("utf-8")
+        elif kind == b"IEND":
+            break
+    return None
+
+
+def _alt_text(app, doctree) -> None:
+    from sphinx.util import logging
+
+    log = logging.getLogger(__name__)
+    docname = app.env.docname
+    for img in doctree.findall(nodes.image):
+        uri = img.get("uri", "")
+        if img.get("alt") or not uri.endswith(".png"):
+            continue
+        path = Path(app.srcdir) / uri.lstrip("/")
+        if not path.exists():
+            path = Path(app.env.doc2path(docname)).parent / uri
+        if not path.exists():
+            continue
+        text = png_description(path.read_bytes())
+        if text:
+            img["alt"] = text
+        elif "jupyter_execute" in str(path) or "/_build/" in str(path):
+            # tools/browser_check.py fails on it; the build goes on so the whole site can be checked
+            log.info(f"{docname}: a figure a cell outputs has no description (alt text); draw it "
+                     "with scalebook.plots, or after a scalebook.plots figure in the same notebook",
+                     location=img)
+
+
+def setup(app):
+    _register_bib_style()
+    app.connect("config-inited", _serve_mathjax)
+    app.connect("doctree-read", _alt_text)
+    app.connect("html-page-context", _drop_thebe, priority=900)
+    app.connect("html-page-context", _drop_colab_without_notebook, priority=900)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,52 @@
+"""book/_ext/scalebook_site.py: the bibliography's author-year labels and the PNG alt text it reads."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+
+import scalebook_site  # noqa: E402
+
+pybtex = pytest.importorskip("pybtex")
+
+
+def _labels(bib: str) -> list[str]:
+    from pybtex.database import parse_string
+    from pybtex.plugin import find_plugin
+
+    scalebook_site._register_bib_style()
+    style = find_plugin("pybtex.style.formatting", "authoryear")()
+    return [e.label for e in style.format_bibliography(parse_string(bib, "bibtex"))]
+
+
+def test_one_two_and_three_authors():
+    bib = """@article{a, author={Williams, Samuel}, title={T}, journal={J}, year={2009}}
+             @article{b, author={Williams, Samuel and Patterson, David}, title={U}, journal={J}, year={2009}}
+             @article{c, author={Ainslie, J. and Lee, J. and Jong, M.}, title={V}, journal={J}, year={2023}}"""
+    assert _labels(bib) == ["Ainslie et al., 2023", "Williams, 2009", "Williams and Patterson, 2009"]
+
+
+def test_and_others_reads_et_al():
+    assert _labels("@misc{x, author={Brown, Tom and others}, title={T}, year={2020}}") == ["Brown et al., 2020"]
+
+
+def test_same_author_and_year_get_letters():
+    bib = """@misc{x, author={{NVIDIA}}, title={A}, year={2023}}
+             @misc{y, author={{NVIDIA}}, title={B}, year={2023}}"""
+    assert _labels(bib) == ["NVIDIA, 2023a", "NVIDIA, 2023b"]
+
+
+def test_a_png_without_a_description_has_none():
+    import io
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    assert scalebook_site.png_description(buf.getvalue()) is None
+    assert scalebook_site.png_description(b"not a png") is None

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Open every page of the built site in a real browser (headless Chromium) and check what a reader sees.
+
+    python tools/browser_check.py                    # checks _build/html
+    python tools/browser_check.py --screenshots docs # also writes the README's screenshots
+
+Needs Debian's `chromium` and the `playwright` Python package (it drives the system browser; no
+browser download): `sh tools/install_browser.sh PYTHON` installs both. The site is served from a
+local HTTP server on 127.0.0.1; every request the pages make to any other address is blocked and
+reported. For every page:
+
+- it loads with no console error, no failed request and no request leaving the site;
+- math renders: MathJax output (`mjx-container`) is present where the page has math, and no raw
+  `\\(` or `\\[` delimiters remain in the visible text;
+- every image has alt text that is not a file name, and no figure is shrunk so far that its
+  smallest font reads below 9 pt (the check `scalebook.plots` makes, measured in the browser: no
+  image is scaled down by more than the text column the style assumes);
+- no cell output wider than its cell is cut off (it scrolls inside the cell);
+- every internal link resolves to an existing file (and its #anchor to an element of that page);
+- every Colab button links to a notebook that exists in the repository beside the page's source.
+
+On the problem pages every solution is collapsed until clicked, and open after the click.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import re
+import socketserver
+import sys
+import threading
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+HTML = ROOT / "_build" / "html"
+CHROMIUM = "/usr/bin/chromium"
+VIEWPORT = {"width": 1280, "height": 900}
+
+
+def toc_pages() -> list[str]:
+    """Every `file:` entry of _toc.yml plus the root, as paths without suffix."""
+    text = (ROOT / "_toc.yml").read_text()
+    root = re.search(r"^root:\s*(\S+)", text, re.M).group(1)
+    return [root] + re.findall(r"file:\s*(\S+)", text)
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # noqa: D401 - silence the per-request log
+        pass
+
+
+def serve(directory: Path) -> tuple[socketserver.TCPServer, str]:
+    """Serve `directory` on a free port of 127.0.0.1 in a background thread."""
+    handler = functools.partial(_Quiet, directory=str(directory))
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def _internal_target(base: str, href: str, page_url: str) -> tuple[Path, str] | None:
+    """(file, anchor) an internal link points to, or None for an external or special link."""
+    url = urljoin(page_url, href)
+    if not url.startswith(base):
+        return None
+    parsed = urlparse(url)
+    rel = unquote(parsed.path[len(urlparse(base).path):])
+    path = HTML / rel
+    if rel == "" or rel.endswith("/"):
+        path = path / "index.html"
+    return path, parsed.fragment
+
+
+def _anchors(path: Path, cache: dict[Path, set[str]]) -> set[str]:
+    if path not in cache:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        cache[path] = set(re.findall(r'\bid="([^"]+)"', text)) | set(re.findall(r'\bname="([^"]+)"', text))
+    return cache[path]
+
+
+MATH_JS = """() => {
+  const main = (document.querySelector('main') || document.body).cloneNode(true);
+  main.querySelectorAll('pre, code, script, .cell_input').forEach(e => e.remove());
+  const text = main.textContent;
+  return {
+    mathNodes: document.querySelectorAll('.math, span.math, div.math').length,
+    rendered: document.querySelectorAll('mjx-container').length,
+    raw: (text.match(/\\\\\\(|\\\\\\[/g) || []).length,
+    column: Math.max(0, ...Array.from(document.querySelectorAll('main .cell_output')).map(e => e.clientWidth)),
+  };
+}"""
+
+IMAGES_JS = """() => Array.from(document.querySelectorAll('main img')).map(img => ({
+  src: img.getAttribute('src'), alt: img.getAttribute('alt') || '',
+  natural: img.naturalWidth, shown: img.getBoundingClientRect().width, complete: img.complete,
+}))"""
+
+CLIPPED_JS = """() => Array.from(document.querySelectorAll('main .cell_output pre, main .cell_output .output'))
+  .filter(el => el.scrollWidth > el.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(el).overflowX))
+  .map(el => el.textContent.trim().slice(0, 60))"""
+
+LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))"""
+
+
+def check_page(page, base: str, name: str, problems: list[str], anchors: dict, column_px: int) -> None:
+    url = base + name + ".html"
+    page.goto(url, wait_until="load")
+    # MathJax typesets after load; wait until it says it is done (or there is no MathJax).
+    page.wait_for_function("() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
+                           " || (MathJax.startup.document && MathJax.startup.document.processed !== false)",
+                           timeout=30000)
+    page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise"
+                  " ? MathJax.startup.promise.then(() => true) : true")
+    page.wait_for_load_state("networkidle")
+    math = page.evaluate(MATH_JS)
+    if math["mathNodes"] and not math["rendered"]:
+        problems.append(f"{name}: {math['mathNodes']} math elements but no MathJax output")
+    if math["raw"]:
+        problems.append(f"{name}: {math['raw']} raw \\( or \\[ delimiters in the text (math not rendered)")
+    for img in page.evaluate(IMAGES_JS):
+        src = img["src"] or ""
+        if not img["complete"] or img["natural"] == 0:
+            problems.append(f"{name}: image {src} did not load")
+            continue
+        alt = img["alt"].strip()
+        if not alt or alt == src or re.fullmatch(r"[\w./-]+\.(png|svg|jpe?g|gif)", alt):
+            problems.append(f"{name}: image {src} has no alt text")
+        if "_images/" in src and img["shown"] < min(img["natural"], column_px) - 2:
+            problems.append(f"{name}: figure {src} shown {img['shown']:.0f} px wide, narrower than the "
+                            f"{column_px} px column the figure style assumes (fonts below 9 pt)")
+    for text in page.evaluate(CLIPPED_JS):
+        problems.append(f"{name}: an output wider than its cell is clipped, not scrollable: {text!r}")
+    for href in page.evaluate(LINKS_JS):
+        if href.startswith(("mailto:", "javascript:")):
+            continue
+        if "colab.research.google.com" in href:
+            m = re.search(r"/blob/[^/]+/(.+\.ipynb)$", href)
+            if not m or not (ROOT / m.group(1)).exists():
+                problems.append(f"{name}: Colab button {href} does not point at a notebook in the repository")
+            continue
+        target = _internal_target(base, href, url)
+        if target is None:
+            continue
+        path, anchor = target
+        if not path.exists():
+            problems.append(f"{name}: broken link {href}")
+        elif anchor and path.suffix == ".html" and anchor not in _anchors(path, anchors):
+            problems.append(f"{name}: link {href}: no #{anchor} on that page")
+
+
+def check_solutions(page, base: str, name: str, problems: list[str]) -> None:
+    """Every solution of a problem page is closed, and opens when its toggle is clicked."""
+    page.goto(base + name + ".html", wait_until="load")
+    page.wait_for_load_state("networkidle")
+    sols = page.locator(".solution.dropdown")
+    n = sols.count()
+    if n == 0:
+        problems.append(f"{name}: no collapsed solutions found")
+        return
+    for i in range(n):
+        sol = sols.nth(i)
+        body = sol.locator(":scope > section, :scope > .solution-content, :scope > div:not(.admonition-title)").first
+        if body.count() and body.is_visible():
+            problems.append(f"{name}: solution {i + 1} is open before it is clicked")
+            continue
+        button = sol.locator("button.toggle-button").first
+        if button.count() == 0:
+            problems.append(f"{name}: solution {i + 1} has no toggle button")
+            continue
+        button.scroll_into_view_if_needed()
+        button.click()
+        page.wait_for_timeout(150)
+        if not (body.count() and body.is_visible()):
+            problems.append(f"{name}: solution {i + 1} does not open when clicked")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--html", type=Path, default=HTML)
+    ap.add_argument("--screenshots", type=Path, help="write chapter.png and problems.png into this folder")
+    ap.add_argument("--pages", nargs="*", help="only these pages (paths without suffix)")
+    args = ap.parse_args(argv)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sys.exit("playwright is not installed: run `sh tools/install_browser.sh PYTHON`")
+    if not Path(CHROMIUM).exists():
+        sys.exit(f"no browser at {CHROMIUM}: run `sh tools/install_browser.sh PYTHON`")
+    if not (args.html / "index.html").exists():
+        sys.exit(f"no built site in {args.html}: run `python tools/build_book.py` first")
+    style = (ROOT / "scalebook" / "plots" / "_style.py").read_text()
+    COLUMN_PX = int(re.search(r"^COLUMN_PX = (\d+)", style, re.M).group(1))  # no package import needed
+
+    pages = args.pages or toc_pages()
+    server, base = serve(args.html)
+    problems: list[str] = []
+    anchors: dict[Path, set[str]] = {}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            context = browser.new_context(viewport=VIEWPORT, service_workers="block")
+            current = {"name": ""}
+
+            def route(r):
+                if r.request.url.startswith(base) or r.request.url.startswith("data:"):
+                    r.continue_()
+                else:
+                    problems.append(f"{current['name']}: request leaves the site: {r.request.url}")
+                    r.abort()
+
+            context.route("**/*", route)
+            page = context.new_page()
+            page.on("console", lambda m: m.type == "error" and problems.append(
+                f"{current['name']}: console error: {m.text}"))
+            page.on("pageerror", lambda e: problems.append(f"{current['name']}: script error: {e}"))
+            page.on("requestfailed", lambda r: r.url.startswith(base) and problems.append(
+                f"{current['name']}: request failed: {r.url} ({r.failure})"))
+            page.on("response", lambda r: r.url.startswith(base) and r.status >= 400 and problems.append(
+                f"{current['name']}: {r.status} for {r.url}"))
+            column = None
+            for name in pages:
+                current["name"] = name
+                if column is None:
+                    page.goto(base + name + ".html", wait_until="load")
+                    column = page.evaluate(MATH_JS)["column"] or None
+                    if column is not None and column < COLUMN_PX:
+                        problems.append(f"cell outputs are {column} px wide, narrower than the "
+                                        f"{COLUMN_PX} px scalebook.plots._style.COLUMN_PX assumes")
+                check_page(page, base, name, problems, anchors, COLUMN_PX)
+                if name.startswith("exercises/"):
+                    check_solutions(page, base, name, problems)
+            if args.screenshots:
+                args.screenshots.mkdir(parents=True, exist_ok=True)
+                shots = {"chapter.png": "chapters/01-rooflines", "problems.png": "exercises/01-rooflines"}
+                for file, name in shots.items():
+                    current["name"] = name
+                    page.goto(base + name + ".html", wait_until="networkidle")
+                    if name.startswith("exercises/"):
+                        page.locator(".solution.dropdown button.toggle-button").first.click()
+                    else:  # the first figure, with the prose and formulas around it
+                        page.locator("main .cell_output img").first.evaluate(
+                            "el => el.scrollIntoView({block: 'center'})")
+                    page.wait_for_timeout(500)
+                    page.screenshot(path=str(args.screenshots / file))
+            browser.close()
+    finally:
+        server.shutdown()
+    if problems:
+        print("browser check failed:\n  " + "\n  ".join(dict.fromkeys(problems)))
+        return 1
+    print(f"browser check: {len(pages)} pages loaded in Chromium with no errors and no outside requests; "
+          "math rendered, figures described, links resolve, solutions collapse and open")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
