@@ -26,6 +26,7 @@ stored as GiB x 2**30 bytes. GPU spec sheets quote tensor-core peaks with 2:4 sp
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
@@ -282,6 +283,14 @@ def export_variants() -> list[Chip]:
     """Export variants (the H800: an H100 with cut NVLink), accepted by `chip()` but not in `chips()`."""
     _registry()
     return list(_VARIANTS.values())
+
+
+def spec_data() -> dict:
+    """The vetted hardware figures as published, with their sources: the records behind `chip()`,
+    including fields `Chip` does not model (MXU shape, subpartitions per SM, measured L2
+    bandwidth, export variants). Chapter 2 and the GPU page quote them. A deep copy: changing it
+    changes nothing in the package."""
+    return copy.deepcopy(load("hardware_specs"))
 
 
 def chip_names() -> list[str]:

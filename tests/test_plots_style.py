@@ -92,6 +92,8 @@ EXAMPLES = {
     "decode_breakdown": lambda: plots.decode_breakdown(
         {k: v[-1] for k, v in plots.frontier_curves("llama3-70b", CASES, prompt_len=2048, output_len=512).items()}),
     "decode_measured": lambda: plots.decode_measured(_decode_curve()),
+    "hop_map": lambda: plots.hop_map(topology.slice("tpu-v5e", "16x16"), (0, 0)),
+    "idle_axes": lambda: plots.idle_axes(topology.slice("tpu-v5e", "16x16"), axis="X", idle="Y", bytes_=1e9),
 }
 
 
@@ -156,7 +158,7 @@ def test_every_figure_function_that_needs_arguments_has_an_example():
     # Helpers that return data (what a figure draws), not figures:
     data = {"systolic_active", "torus_hops", "tier_bandwidths", "parse_dims", "block_owners", "ring_states",
             "pipeline_timeline", "cost_rows", "training_collective_rows", "plan_grid", "batch_sweep",
-            "decode_parts", "describe", "description"}
+            "decode_parts", "describe", "description", "hop_grid"}
     assert sorted(n for n in missing if n not in data) == []
 
 

@@ -18,6 +18,7 @@ from .inference import *  # noqa: F401,F403  (chapter 7)
 from .profiling import *  # noqa: F401,F403  (chapter 9)
 from .jax_parallel import *  # noqa: F401,F403  (chapter 10)
 from .conclusion import *  # noqa: F401,F403  (chapter 11)
+from .gpus import *  # noqa: F401,F403  (chapter 2, GPUs in earnest)
 
 # Keep this last: every public function above (and of any module imported above it) draws under
 # the book's style and finishes its figure (fonts readable at the rendered width, colour-blind-safe

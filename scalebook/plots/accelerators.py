@@ -299,6 +299,15 @@ def torus_3d(shape: Sequence[int] = (4, 4, 4), chip_at: Sequence[int] = (0, 1, 2
 TIERS = ("HBM", "chip-to-chip", "host PCIe", "scale-out (DCN / InfiniBand)")
 
 
+def _tier_step_range(cs) -> tuple[float, float]:
+    """Smallest and largest ratio between a tier and the next one down, over the chips shown."""
+    steps = []
+    for c in cs:
+        known = [v for v in tier_bandwidths(c).values() if v]
+        steps += [a / b for a, b in zip(known, known[1:])]
+    return min(steps), max(steps)
+
+
 def tier_bandwidths(name: "str | hardware.Chip") -> dict[str, float | None]:
     """Bytes/s of each tier for one chip, counted the same way for TPUs and GPUs.
 
@@ -353,7 +362,9 @@ def bandwidth_tiers(names: Sequence[str] = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "tp
         seen.setdefault(l, h)
     ax.legend(seen.values(), seen.keys(), fontsize=9, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2),
               frameon=False)
-    ax.set_title("Bandwidth tiers per chip: each step away from HBM costs about 10x", fontsize=10)
+    lo, hi = _tier_step_range(cs)
+    ax.set_title(f"Bandwidth tiers per chip: each step away from HBM divides bandwidth by {lo:.1f} to {hi:.0f}",
+                 fontsize=10)
     ax.grid(axis="y", alpha=0.3, which="major")
     fig.tight_layout()
     return fig

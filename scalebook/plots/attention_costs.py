@@ -92,6 +92,7 @@ def flash_attention_passes(model: "Transformer | str" = "llama3-8b", *, seq_len:
     ax2.bar(range(3), [v / 1e6 for v in values], color=["#4c72b0", "#dd8452", "#8c8c8c"], width=0.6)
     for i, v in enumerate(values):
         ax2.text(i, v / 1e6 * 1.1, f"{v / 1e6:,.0f} MB", ha="center", fontsize=8)
+    ax2.set_ylim(0, max(values) / 1e6 * 1.3)  # room for the value labels under the title
     ax2.set_xticks(range(3))
     ax2.set_xticklabels(names, fontsize=8)
     ax2.set_ylabel("HBM bytes per layer (MB)")
