@@ -163,3 +163,12 @@ def test_unpublished_parts_raise_instead_of_guessing():
     with pytest.raises(Error, match="not publish"):
         chip("tpu-7x").micro.peak_from_parts_flops_per_s()
     assert chip("tpu-7x").micro.mxu_side is None
+
+
+def test_spec_data_is_a_copy_readers_cannot_corrupt():
+    from scalebook import hardware
+
+    data = hardware.spec_data()
+    data["tpu"]["TPU v5e"]["hbm_bw_bytes_per_s"] = 1.0
+    assert hardware.spec_data()["tpu"]["TPU v5e"]["hbm_bw_bytes_per_s"] == 8.2e11
+    assert hardware.chip("tpu-v5e").hbm_bytes_per_s == 8.2e11
