@@ -502,6 +502,7 @@ def critical_decode_batch(chip: "str | Chip", *, weights: str = "bf16") -> float
     from . import roofline
 
     c = _chip(chip)
+    _text("weights", weights)
     if weights in ("fp8", "fp4") and "fp8" in c.flops_per_s:
         return c.peak_flops_per_s("fp8") * units.dtype_bytes(weights) / (2 * c.hbm_bytes_per_s)
     return roofline.critical_batch(c, "bf16", weight_dtype=weights)

@@ -179,6 +179,7 @@ def hlo_instruction(hlo: str, name: str, *, full: bool = False) -> str:
     `metadata=` and `backend_config=` are cut from each line, which keeps it readable."""
     if not isinstance(hlo, str):
         raise Error("hlo must be compiled HLO text (compiled.as_text())")
+    _text("name", name)
 
     def short(line: str) -> str:
         line = line.strip()

@@ -37,6 +37,8 @@ def frontier(model: Transformer, *, chip: "str | Chip", deployment: Deployment, 
     most = max_batch(model, chip=chip, deployment=deployment, context=prompt_len + output_len, prompt_len=prompt_len)
     if most < 1:
         raise Error(f"{model.name} does not fit on {deployment.chips} {_chip(chip).name} with {deployment.label()}")
+    if batches is not None and (not isinstance(batches, (list, tuple)) or not batches):
+        raise Error(f"batches must be a non-empty list of batch sizes, got {batches!r}")
     if batches is None:
         batches = sorted({b for b in (2 ** i for i in range(20)) if b <= most} | {most})
     return [estimate(model, chip=chip, deployment=deployment, batch=b, prompt_len=prompt_len, output_len=output_len,
@@ -280,6 +282,10 @@ def plan_serving(model: Transformer, *, chip: "str | Chip", latency_target_s: fl
     model = _as_model(model)
     c = _chip(chip)
     require_positive(latency_target_s=latency_target_s)
+    _integer("max_chips", max_chips), _integer("top", top)
+    for name, dtypes in (("weights", weights), ("kv", kv)):
+        if not isinstance(dtypes, (tuple, list)) or not all(isinstance(x, str) for x in dtypes):
+            raise Error(f"{name} must be a tuple of dtype names such as ('bf16', 'fp8'), got {dtypes!r}")
     tried: list[ServingEstimate] = []
     for (tp, ep, pp), w, k in itertools.product(_layouts(model, c, max_chips), _formats(c, weights), kv):
         d = Deployment(tp=tp, ep=ep, pp=pp, weights=w, kv=k)

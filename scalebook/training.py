@@ -577,6 +577,7 @@ def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, acti
 def link_bytes_per_s(chip: "str | Chip", link: str) -> float:
     """Per-chip collective bandwidth W of a kind of link, as `topology` builds its axes."""
     c = _chip(chip)
+    _text("link", link)
     if link == "ici":
         if not c.is_tpu:
             raise Error(f"{c.name} is a GPU: its fast link is 'nvlink'")
@@ -609,7 +610,10 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
     """
     model = _as_model(model)
     c = _chip(chip)
+    if link is not None:
+        _text("link", link)
     w = link_bytes_per_s(c, link or ("ici" if c.is_tpu else "nvlink"))
+    require_positive(efficiency=efficiency)
     facts = step.model_facts(model, 1)
     layer = (facts.layer_dense_params + facts.layer_expert_params * (model.experts_per_token /
              max(model.routed_experts, 1))) / model.layers

@@ -158,7 +158,7 @@ def _cases():
 
 
 @pytest.mark.parametrize("name, fn", list(_cases()))
-@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_bad_input_raises_only_scalebook_error(name, fn, data):
@@ -184,3 +184,117 @@ def test_the_number_check_names_each_kind_of_bad_value():
         integer("chips", 2.5)
     with pytest.raises(Error, match=">= 1"):
         integer("chips", 0)
+
+
+# --- The command line: bad values for every flag exit 2 with one line, JSON stays standard. ---
+
+#: One valid invocation per command; the test swaps one flag's value at a time for a bad one.
+#: (`grade` executes notebooks and `measure` times the device: their own tests cover them.)
+CLI_VALID = {
+    "specs": ["specs", "h100"],
+    "roofline": ["roofline", "op", "--chip", "h100", "--flops", "1e12", "--bytes", "1e9"],
+    "models": ["models"],
+    "model": ["model", "llama3-8b", "--seq-len", "4096"],
+    "collective": ["collective", "all-gather", "--chip", "tpu-v5e", "--topology", "4x4", "--axes", "X",
+                   "--bytes", "1e9", "--hop-latency", "1e-6"],
+    "shard_matmul": ["shard-matmul", "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]", "--mesh", "X=2,Y=2",
+                     "--dims", "I=1024,J=512,K=256", "--chip", "tpu-v5e"],
+    "train_estimate": ["train-estimate", "llama3-8b", "--chip", "h100", "--chips", "8", "--seq-len", "4096",
+                       "--batch-seqs", "64", "--fsdp", "8"],
+    "plan": ["plan", "llama3-8b", "--chip", "h100", "--chips", "8", "--seq-len", "4096", "--batch-seqs", "64",
+             "--top", "2"],
+    "serve_estimate": ["serve-estimate", "llama3-8b", "--chip", "h100", "--prompt-len", "1024", "--output-len",
+                       "256", "--batch", "8", "--chips", "1"],
+    "plan_serving": ["plan-serving", "llama3-8b", "--chip", "h100", "--prompt-len", "1024", "--output-len", "256",
+                     "--latency-ms", "50", "--max-chips", "8", "--top", "2"],
+}
+BAD_FLAG_VALUES = ["nan", "inf", "-inf", "-1", "-1e12", "0", "1e400", "abc", "", "1,000", "True", "1 GB", "2.5",
+                   "9" * 400]
+
+
+def _cli(argv):
+    import contextlib
+    import io
+
+    from scalebook import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli.main(argv)
+        except SystemExit as e:  # --help exits through argparse
+            rc = e.code
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_every_command_has_a_valid_invocation_here():
+    from scalebook import cli
+
+    assert set(cli.COMMAND_MODULES) - {"grade", "measure"} == set(CLI_VALID)
+    for name, argv in CLI_VALID.items():
+        rc, out, err = _cli([*argv, "--json"] if name not in ("models", "specs") else argv)
+        assert rc == 0, (name, err)
+
+
+def _value_flags(argv):
+    return [i for i, a in enumerate(argv) if a.startswith("--") and i + 1 < len(argv) and not argv[i + 1].startswith("--")]
+
+
+@pytest.mark.parametrize("name", sorted(CLI_VALID))
+@settings(max_examples=15, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_a_bad_flag_value_exits_2_with_one_line(name, data):
+    argv = list(CLI_VALID[name])
+    flags = _value_flags(argv)
+    if not flags:
+        return
+    i = data.draw(st.sampled_from(flags))
+    argv[i + 1] = data.draw(st.sampled_from(BAD_FLAG_VALUES))
+    rc, out, err = _cli(argv)
+    assert rc in (0, 2), (argv, rc, err)
+    if rc == 2:
+        assert err.count("\n") == 1 and err.startswith("scalebook: error:") and "Traceback" not in err, err
+
+
+def test_negative_numbers_are_read_as_numbers_and_refused_by_name():
+    rc, _, err = _cli(["roofline", "op", "--chip", "h100", "--flops", "-1e12", "--bytes", "1e9"])
+    assert rc == 2 and "--flops" in err and "'-1e12'" in err
+
+
+def test_units_are_read_where_the_flag_has_one():
+    rc, out, _ = _cli(["roofline", "op", "--chip", "h100", "--flops", "2 TFLOP", "--bytes", "1 GB", "--json"])
+    import json
+
+    data = json.loads(out)
+    assert rc == 0 and data["flops"] == 2e12 and data["hbm_bytes"] == 1e9
+    rc, _, err = _cli(["model", "llama3-8b", "--seq-len", "4 GB"])  # a count takes no unit
+    assert rc == 2 and "--seq-len" in err
+
+
+@pytest.mark.parametrize("axes", [["--axes", "X", "Y"], ["--axes", "X,Y"], ["--axes", "X", "--axes", "Y"]])
+def test_three_ways_to_name_two_axes_mean_the_same(axes):
+    import json
+
+    rc, out, err = _cli(["collective", "all-gather", "--chip", "tpu-v5e", "--topology", "4x4", "--bytes", "1e9",
+                         *axes, "--json"])
+    assert rc == 0, err
+    assert json.loads(out)["axes"] == ["X", "Y"] and json.loads(out)["group_size"] == 16
+
+
+def test_json_output_maps_non_finite_numbers_to_null():
+    import json
+
+    from scalebook.cli import dumps
+
+    text = dumps({"a": float("inf"), "b": [float("nan"), 1.5], "c": np.float64("inf"), "d": np.float32(2.0)})
+    assert "Infinity" not in text and "NaN" not in text
+    assert json.loads(text) == {"a": None, "b": [None, 1.5], "c": None, "d": 2.0}
+
+
+def test_a_closed_stdout_ends_quietly():
+    import subprocess
+    import sys
+
+    p = subprocess.run(f"{sys.executable} -m scalebook.cli specs | head -1", shell=True, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0 and p.stderr == "" and p.stdout.startswith("chip")
