@@ -84,8 +84,14 @@ def number_arg(unit: str = "", *, whole: bool = False, low: float = 0.0, low_inc
     """
     from . import units
 
-    bound = f"{'>=' if low_inclusive else '>'} {low:g}" + (f" and <= {high:g}" if high is not None else "")
-    expect = words or (f"a {'whole ' if whole else ''}number {bound}"
+    kind = f"{'whole ' if whole else ''}number"
+    if low == 0 and not low_inclusive:
+        kind, bound = f"positive {kind}", ""
+    else:
+        bound = f" {'>=' if low_inclusive else '>'} {low:g}"
+    if high is not None:
+        bound += f"{' and' if bound else ''} <= {high:g}"
+    expect = words or (f"a {kind}{bound}"
                        + (f" (or a quantity in {unit}, e.g. '2 G{unit}')" if unit else ""))
 
     def parse(text: str) -> Any:

@@ -58,3 +58,45 @@ def test_nothing_to_move_costs_nothing():
     assert (c.kind, c.axes, c.group_size, c.array_bytes) == ("all-gather", ("X",), 4, 0)
     assert (c.bytes_per_device, c.bytes_per_link, c.hops, c.seconds) == (0, 0, 0, 0)
     assert c.bandwidth_seconds == 0 and c.latency_seconds == 0
+
+
+# A TPU v5e link moves 45 GB/s each way. On a 16-chip axis with wraparound (a ring) a collective
+# uses both directions, W = 90 GB/s, and the farthest chip is 16 / 2 = 8 hops away; on an open
+# 4-chip axis (no wraparound) only 45 GB/s counts and the ends are 3 hops apart.
+TORUS = topology.slice("tpu-v5e", "16x16")
+
+
+@pytest.mark.parametrize("kind, seconds, hops", [
+    ("all-gather", 1e9 / 90e9, 8), ("reduce-scatter", 1e9 / 90e9, 8), ("all-reduce", 2e9 / 90e9, 16),
+    ("all-to-all", 1e9 / (4 * 90e9), 8),  # V N_axis / (4 N W): a quarter of V crosses the bisection
+    ("collective-permute", 1e9 / (16 * 45e9), 1),  # V/N to the next chip, one way, one hop
+])
+def test_one_torus_axis_of_sixteen(kind, seconds, hops):
+    c = col.cost(kind, TORUS, axes="X", bytes_=V)
+    assert c.bandwidth_seconds == pytest.approx(seconds, rel=1e-9) and c.hops == hops
+    assert c.bytes_per_link == pytest.approx(seconds * 45e9, rel=1e-9)  # through one link, one way
+
+
+def test_an_all_to_all_over_a_16x16_torus_is_limited_by_one_axis_bisection():
+    c = col.cost("all-to-all", TORUS, axes=["X", "Y"], bytes_=V)
+    assert c.bandwidth_seconds == pytest.approx(1e9 * 16 / (4 * 256 * 90e9), rel=1e-9)
+    assert c.hops == 16
+
+
+def test_an_open_axis_of_four_counts_one_direction():
+    c = col.cost("all-gather", TPU, axes="X", bytes_=V)
+    assert c.bandwidth_seconds == pytest.approx(1e9 / 45e9, rel=1e-9) and c.hops == 3
+    assert c.regime == "bandwidth" and c.latency_seconds == pytest.approx(3e-6)
+
+
+def test_the_notebook_table_shows_what_the_reader_reads():
+    html = col.cost("all-gather", TPU, axes="X", bytes_=V)._repr_html_()
+    for cell in ("<td>AllGather</td>", "<td>X</td>", "<td>4</td>", "<td>1 GB</td>", "<td>750 MB</td>",
+                 "<td>3 µs (3 hops)</td>", "<b>22.2 ms</b> (bandwidth-bound)"):
+        assert cell in html, cell
+    assert html.startswith("<table>") and html.endswith("</table>")
+
+
+def test_labels_and_aliases_name_the_same_collective():
+    assert [col.label(k) for k in col.KINDS] == ["AllGather", "ReduceScatter", "AllReduce", "AllToAll", "Permute"]
+    assert col.canonical_kind(" All_Gather ") == "all-gather" and col.canonical_kind("ppermute") == "collective-permute"
