@@ -24,6 +24,7 @@ class _Parser(argparse.ArgumentParser):
     """One-line errors, and '-1e12' read as a (negative) number, not as an unknown option."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("epilog", NUMBERS_HELP)  # every command's --help says how numbers are read
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
@@ -32,8 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="scalebook", description="The arithmetic of scaling LLMs, from the scalebook textbook.",
-                     epilog=NUMBERS_HELP)
+    parser = _Parser(prog="scalebook", description="The arithmetic of scaling LLMs, from the scalebook textbook.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
