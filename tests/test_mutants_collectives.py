@@ -8,7 +8,7 @@ The default hop latency is 1 us.
 """
 import pytest
 
-from scalebook import collectives as col, topology
+from scalebook import Error, collectives as col, topology
 
 V = 1e9
 TPU = topology.slice("tpu-v5e", "4x4")  # axis X: N = 4
@@ -100,3 +100,57 @@ def test_the_notebook_table_shows_what_the_reader_reads():
 def test_labels_and_aliases_name_the_same_collective():
     assert [col.label(k) for k in col.KINDS] == ["AllGather", "ReduceScatter", "AllReduce", "AllToAll", "Permute"]
     assert col.canonical_kind(" All_Gather ") == "all-gather" and col.canonical_kind("ppermute") == "collective-permute"
+
+
+# An H100 cluster of 4 nodes: X = 8 GPUs on NVLink (450 GB/s), Y = 4 nodes on InfiniBand
+# (50 GB/s per GPU). A collective over both runs one stage per network; the IB stage carries
+# V / 8 per GPU (the node's 8 GPUs share the array), and the slower stage sets the time.
+CLUSTER = topology.gpu_cluster("h100", nodes=4)
+
+
+@pytest.mark.parametrize("kind, seconds, w, hops", [
+    ("all-gather", 1e9 * 7 / (8 * 450e9), 450e9, 7 + 3),  # NVLink stage 1.94 ms > IB 0.94 ms
+    ("reduce-scatter", 1e9 * 7 / (8 * 450e9), 450e9, 7 + 3),
+    ("all-reduce", 2e9 * 7 / (8 * 450e9), 450e9, 14 + 6),
+    ("all-to-all", (1e9 / 8) * 3 / (16 * 50e9), 50e9, 1 + 1),  # IB stage 0.47 ms > NVLink 0.24 ms
+    ("collective-permute", (1e9 / 8) / (4 * 50e9), 50e9, 1 + 1),
+])
+def test_a_cluster_collective_is_as_slow_as_its_slowest_network(kind, seconds, w, hops):
+    c = col.cost(kind, CLUSTER, axes=["X", "Y"], bytes_=V)
+    assert c.group_size == 32 and c.hops == hops and isinstance(c.hops, int)
+    assert c.bandwidth_seconds == pytest.approx(seconds, rel=1e-9)
+    assert c.bytes_per_link == pytest.approx(seconds * w, rel=1e-9)
+
+
+def test_hops_are_whole_numbers_on_a_torus():
+    c = col.cost("all-gather", TORUS, axes="X", bytes_=V)
+    assert type(c.hops) is int and f"= {c.hops} hops" in repr(c)
+
+
+def test_an_axis_of_two_chips_still_costs_time():
+    c = col.cost("all-gather", topology.slice("tpu-v5e", "2x4"), axes="X", bytes_=V)
+    assert c.group_size == 2 and c.hops == 1
+    assert c.bandwidth_seconds == pytest.approx(1e9 / 45e9, rel=1e-9)
+
+
+@pytest.mark.parametrize("fn", [col.all_gather, col.reduce_scatter, col.all_reduce, col.all_to_all, col.permute])
+def test_the_named_collectives_pass_the_hop_latency_on(fn):
+    c = fn(TPU, axes="X", bytes_=V, hop_latency_seconds=1e-3)
+    assert c.latency_seconds == pytest.approx(c.hops * 1e-3)
+
+
+def test_repr_reads_as_one_line_of_numbers():
+    assert repr(col.cost("all-gather", TPU, axes=["X", "Y"], bytes_=V)) == (
+        "CollectiveCost(AllGather over XY (N=16): V=1 GB, 938 MB sent per device, 11.1 ms "
+        "(bandwidth; bandwidth 11.1 ms, latency 6 µs = 6 hops))")
+
+
+def test_errors_list_what_is_valid():
+    with pytest.raises(Error, match="valid: all-gather, reduce-scatter, all-reduce, all-to-all"):
+        col.cost("broadcast", TPU, axes="X", bytes_=V)
+    with pytest.raises(Error, match="valid: X, Y"):
+        col.cost("all-gather", TPU, axes="Q", bytes_=V)
+    with pytest.raises(Error, match="valid: X, Y"):
+        col.cost("all-gather", TPU, axes=["X", "X"], bytes_=V)
+    with pytest.raises(Error, match="Topology"):
+        col.cost("all-gather", "tpu-v5e", axes="X", bytes_=V)
