@@ -51,4 +51,7 @@ mutate: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[mutate]"
 	$(BIN)/python -m mutmut run --max-children $(JOBS) || true
 	$(BIN)/python -m mutmut results
-	@$(BIN)/python -m mutmut export-cicd-stats >/dev/null 2>&1 && cat mutants/mutmut-cicd-stats.json || true
+	$(BIN)/python -m mutmut export-cicd-stats >/dev/null
+	@$(BIN)/python -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); \
+	print(f\"killed {s['killed']} of {s['total']} mutants ({s['killed'] / max(s['total'], 1):.0%}); \
+	survived {s['survived']}, no tests {s['no_tests']}, timeout {s['timeout']}\")"
