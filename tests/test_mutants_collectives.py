@@ -91,10 +91,30 @@ def test_an_open_axis_of_four_counts_one_direction():
 
 def test_the_notebook_table_shows_what_the_reader_reads():
     html = col.cost("all-gather", TPU, axes="X", bytes_=V)._repr_html_()
-    for cell in ("<td>AllGather</td>", "<td>X</td>", "<td>4</td>", "<td>1 GB</td>", "<td>750 MB</td>",
-                 "<td>3 µs (3 hops)</td>", "<b>22.2 ms</b> (bandwidth-bound)"):
-        assert cell in html, cell
-    assert html.startswith("<table>") and html.endswith("</table>")
+    rows = [("collective", "AllGather"), ("axes", "X"), ("N", "4"), ("V (array)", "1 GB"),
+            ("sent per device", "750 MB"), ("per link", "1 GB"), ("bandwidth time", "22.2 ms"),
+            ("latency time", "3 µs (3 hops)"), ("time", "<b>22.2 ms</b> (bandwidth-bound)")]
+    assert html == "<table>" + "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>"
+                                       for k, v in rows) + "</table>"
+
+
+def test_a_permute_takes_one_hop_only_around_a_single_ring():
+    assert col.cost("collective-permute", TORUS, axes="X", bytes_=V).hops == 1
+    assert col.cost("collective-permute", TORUS, axes=["X", "Y"], bytes_=V).hops == 16  # 8 + 8
+    assert col.cost("collective-permute", TPU, axes="X", bytes_=V).hops == 3  # open: the wrap crosses 3 links
+
+
+def test_two_gpus_on_nvlink_are_one_hop_apart():
+    assert col.cost("all-gather", topology.gpu_node("h100", "2"), axes="X", bytes_=V).hops == 1
+
+
+def test_a_non_string_kind_or_axis_is_refused_with_the_valid_names():
+    with pytest.raises(Error, match="must be a string; valid: all-gather, reduce-scatter"):
+        col.cost(3, TPU, axes="X", bytes_=V)
+    with pytest.raises(Error, match="list of names.*valid: X, Y"):
+        col.cost("all-gather", TPU, axes=[1], bytes_=V)
+    with pytest.raises(Error, match="AllReduce, AllToAll, ppermute"):
+        col.cost("scatter", TPU, axes="X", bytes_=V)
 
 
 def test_labels_and_aliases_name_the_same_collective():
