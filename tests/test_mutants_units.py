@@ -36,7 +36,7 @@ def test_seconds_and_bytes_take_an_si_prefix():
 
 @pytest.mark.parametrize("seconds, text", [
     (2 * 86400, "2 days"), (2.5 * 86400, "2.5 days"),  # two days or more: days
-    (7200, "2 h"), (9000, "2.5 h"),  # two hours or more: hours
+    (7200, "2 h"), (9000, "2.5 h"), (86400, "24 h"),  # two hours or more: hours
 ])
 def test_long_times_print_in_days_or_hours(seconds, text):
     assert fmt_seconds(seconds) == text
