@@ -374,7 +374,7 @@ def kv_bytes_per_sequence_per_chip(model: Transformer, d: Deployment, tokens: in
     1/tp of the sequences per chip; and over pp by layers."""
     model = _as_model(model)
     _instance('deployment', d, Deployment)
-    _integer('tokens', tokens)
+    _number('tokens', tokens)
     kv = tr.kv_cache(model, seq_len=tokens, dtype=d.kv).bytes_per_sequence
     d = d.resolve(model)
     if d.attention == "batch":
