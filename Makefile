@@ -43,3 +43,16 @@ serve:
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis dist build *.egg-info
+
+# Mutation testing (not part of `make test`; slow: about 20 minutes for units + collectives on
+# 2 shared cores). Mutates the core modules listed under [tool.mutmut] in pyproject.toml, runs
+# their tests against each mutant, then prints the survivors. Report: benchmarks/mutation.md.
+.PHONY: mutate
+mutate: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[mutate]"
+	$(BIN)/python -m mutmut run --max-children $(JOBS) || true
+	$(BIN)/python -m mutmut results
+	$(BIN)/python -m mutmut export-cicd-stats >/dev/null
+	@$(BIN)/python -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); \
+	print(f\"killed {s['killed']} of {s['total']} mutants ({s['killed'] / max(s['total'], 1):.0%}); \
+	survived {s['survived']}, no tests {s['no_tests']}, timeout {s['timeout']}\")"

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
+import re
 import sys
 from typing import Any, Callable, Sequence
 
@@ -19,6 +21,13 @@ COMMAND_MODULES = ("specs", "roofline", "measure", "grade", "models", "model", "
 
 
 class _Parser(argparse.ArgumentParser):
+    """One-line errors, and '-1e12' read as a (negative) number, not as an unknown option."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("epilog", NUMBERS_HELP)  # every command's --help says how numbers are read
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
     def error(self, message: str) -> None:  # argparse's own errors: one line, status 2
         raise Error(f"{self.prog}: {message}")
 
@@ -39,7 +48,7 @@ def add_json_flag(p: argparse.ArgumentParser) -> None:
 def emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
     """Print `data` as JSON under --json, else the human text."""
     if getattr(args, "json", False):
-        print(json.dumps(data, indent=2, default=float))
+        print(dumps(data))
     else:
         print(text())
 
@@ -56,16 +65,106 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def positive_number(text: str) -> float:
-    """argparse type: a number > 0 (accepts 1e9, 4096, 2**20 is not code and is refused)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        # ArgumentTypeError keeps this message; argparse would replace a ValueError's.
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+NUMBERS_HELP = (
+    "Numbers: every numeric flag takes a plain number (4096, 1e9, 2.5e-3; negative values such as "
+    "-1e12 are read, then refused where they make no sense). A flag measured in a unit (bytes, "
+    "seconds, FLOPs) also takes an SI-prefixed quantity of that unit ('2 GB', '1 us', '3 TFLOP'); "
+    "counts (chips, batch, lengths) take plain numbers only. Thousands separators ('1,000') are refused."
+)
+
+
+def number_arg(unit: str = "", *, whole: bool = False, low: float = 0.0, low_inclusive: bool = False,
+               high: "float | None" = None, scale: float = 1.0, words: str = "") -> Callable[[str], Any]:
+    """An argparse type that reads one number; the single parser behind every numeric flag.
+
+    Plain numbers are taken in the flag's own unit; with `unit`, a quantity such as '2 GB' is read
+    with `units.parse_quantity` and divided by `scale` (so `--latency-ms` reads '5 ms' or 5).
+    The value must be > `low` (>= with `low_inclusive`), <= `high` if given, finite, and a whole
+    number with `whole` (returned as int). Errors name the flag's expectation in one line.
+    """
+    from . import units
+
+    kind = f"{'whole ' if whole else ''}number"
+    if low == 0 and not low_inclusive:
+        kind, bound = f"positive {kind}", ""
+    else:
+        bound = f" {'>=' if low_inclusive else '>'} {low:g}"
+    if high is not None:
+        bound += f"{' and' if bound else ''} <= {high:g}"
+    expect = words or (f"a {kind}{bound}"
+                       + (f" (or a quantity in {unit}, e.g. '2 G{unit}')" if unit else ""))
+
+    def parse(text: str) -> Any:
+        def refuse() -> "argparse.ArgumentTypeError":
+            # ArgumentTypeError keeps this message; argparse would replace a ValueError's.
+            return argparse.ArgumentTypeError(f"expected {expect}, got {text!r}")
+
+        t = text.strip()
+        if "," in t or "_" in t:
+            raise refuse()
+        try:
+            value = float(t)
+        except ValueError:
+            if not unit:
+                raise refuse() from None
+            try:
+                value = units.parse_quantity(t, unit) / scale
+            except (Error, OverflowError):
+                raise refuse() from None
+        ok = value == value and abs(value) != float("inf")
+        ok = ok and (value >= low if low_inclusive else value > low) and (high is None or value <= high)
+        if not ok or (whole and not float(value).is_integer()):
+            raise refuse()
+        return int(value) if whole else value
+
+    return parse
+
+
+#: argparse types shared by the commands (all built on `number_arg`).
+positive_number = number_arg()
+whole_number = number_arg(whole=True)
+fraction = number_arg(high=1.0)
+fraction_or_zero = number_arg(high=1.0, low_inclusive=True)
+
+
+def axes_arg(p: argparse.ArgumentParser, help: str) -> None:
+    """`--axes X Y`, `--axes X,Y` and `--axes X --axes Y` all mean the axes X and Y."""
+    p.add_argument("--axes", nargs="+", action="extend", required=True, help=help)
+
+
+def flatten_axes(values: Sequence[str]) -> list[str]:
+    """Split comma-separated entries: ['X,Y', 'Z'] -> ['X', 'Y', 'Z']; empty pieces are refused."""
+    out = []
+    for v in values:
+        for piece in v.split(","):
+            if not piece.strip():
+                raise Error(f"--axes has an empty axis name in {v!r}; write e.g. --axes X,Y or --axes X Y")
+            out.append(piece.strip())
+    return out
+
+
+def _json_safe(value: Any) -> Any:
+    """Non-finite floats become null (JSON has no Infinity or NaN); numpy scalars become floats."""
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
+
+
+def _json_default(value: Any) -> Any:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return x if math.isfinite(x) else None
+
+
+def dumps(data: Any) -> str:
+    """JSON text of `data` that standard parsers read: never Infinity or NaN."""
+    return json.dumps(_json_safe(data), indent=2, default=_json_default, allow_nan=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

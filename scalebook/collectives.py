@@ -128,6 +128,8 @@ def _axes(topology: Topology, axes: "str | Sequence[str]") -> tuple[Axis, ...]:
     if not isinstance(topology, Topology):
         raise Error(f"topology must be a scalebook.topology.Topology (e.g. topology.slice('tpu-v5e', '16x16')), "
                     f"got {type(topology).__name__}")
+    if not isinstance(axes, (str, list, tuple)) or not all(isinstance(a, str) for a in axes):
+        raise Error(f"axes must be an axis name or a list of names, got {axes!r}; valid: {', '.join(topology.names)}")
     names = (axes,) if isinstance(axes, str) else tuple(axes)
     if not names:
         raise Error(f"name at least one mesh axis; valid: {', '.join(topology.names)}")

@@ -1,34 +1,105 @@
-"""The one exception type that scalebook raises for bad input."""
+"""The one exception type that scalebook raises for bad input, and the checks that raise it.
+
+Every public function validates its arguments with these few helpers at its top, so that bad
+input (a bool where a size is expected, NaN, inf, a number too large for a float, a numpy array
+where a scalar is expected, a string where a config is expected) raises `Error` saying what was
+wrong and what is valid, never a TypeError or OverflowError from deep inside the arithmetic.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
 
 
 class Error(ValueError):
     """Bad input to scalebook: the message says what was wrong and what would be valid."""
 
 
-def require_positive(**values: float) -> None:
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def number(name: str, value: Any) -> float:
+    """`value` as a finite float; raise `Error` for bools, non-numbers, arrays, NaN, inf, overflow.
+
+    Accepts Python and numpy real scalars (a 0-d or larger numpy array is refused: pass a number).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise Error(f"{name} must be a number, got {_show(value)} ({type(value).__name__})")
+    try:
+        out = float(value)
+    except (OverflowError, ValueError, TypeError):
+        raise Error(f"{name} is too large for a float, got {_show(value)}") from None
+    if not math.isfinite(out):
+        raise Error(f"{name} must be a finite number, got {_show(value)}")
+    return out
+
+
+def require_positive(**values: Any) -> None:
     """Raise `Error` unless every named value is a finite number greater than zero."""
     for name, value in values.items():
-        try:
-            ok = value > 0 and value != float("inf")
-        except TypeError:
-            raise Error(f"{name} must be a positive number, got {value!r}") from None
-        if not ok:  # also catches NaN, for which every comparison is False
-            raise Error(f"{name} must be a positive finite number, got {value!r}")
+        if number(name, value) <= 0:
+            raise Error(f"{name} must be a positive number, got {_show(value)}")
 
 
-def require_non_negative(**values: float) -> None:
+def require_non_negative(**values: Any) -> None:
     """Raise `Error` unless every named value is a finite number of zero or more."""
     for name, value in values.items():
-        try:
-            ok = value >= 0 and value != float("inf")
-        except TypeError:
-            raise Error(f"{name} must be a number >= 0, got {value!r}") from None
-        if not ok:
-            raise Error(f"{name} must be a finite number >= 0, got {value!r}")
+        if number(name, value) < 0:
+            raise Error(f"{name} must be a number >= 0, got {_show(value)}")
+
+
+def integer(name: str, value: Any, *, minimum: int = 1) -> int:
+    """`value` as an int >= `minimum`; a float is accepted only when it is a whole number (4.0).
+
+    Raises `Error` for bools, non-numbers, arrays, NaN, inf and fractions.
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        out = int(value)
+    else:
+        x = number(name, value)
+        if not x.is_integer():
+            raise Error(f"{name} must be a whole number, got {_show(value)}")
+        out = int(x)
+    if out < minimum:
+        raise Error(f"{name} must be an integer >= {minimum}, got {_show(value)}")
+    if out > 2**53:  # beyond this a float cannot hold every integer; no count in the book comes near
+        raise Error(f"{name} is too large (at most 2**53), got {_show(value)}")
+    return out
+
+
+def text(name: str, value: Any) -> str:
+    """`value` if it is a str, else raise `Error`."""
+    if not isinstance(value, str):
+        raise Error(f"{name} must be a string, got {_show(value)} ({type(value).__name__})")
+    return value
+
+
+def instance(name: str, value: Any, cls: type, hint: str = "") -> Any:
+    """`value` if it is a `cls`, else raise `Error` (with `hint`: how to make one)."""
+    if not isinstance(value, cls):
+        extra = f"; {hint}" if hint else ""
+        raise Error(f"{name} must be a {cls.__name__}, got {_show(value)} ({type(value).__name__}){extra}")
+    return value
+
+
+def model(value: Any, name: str = "model") -> Any:
+    """A `models.Transformer`: one as is, or a preset name such as 'llama3-8b' resolved to its config.
+
+    Anything else raises `Error` listing how to make a config.
+    """
+    from . import models  # light; imported here because models imports this module
+
+    if isinstance(value, str):
+        return models.preset(value)
+    return instance(name, value, models.Transformer,
+                    "pass models.preset('llama3-8b'), a preset name, or models.from_spec(...)")
 
 
 def choose(kind: str, value: str, valid: "list[str] | tuple[str, ...]") -> str:
     """Return `value` if it is one of `valid`, else raise `Error` listing the valid choices."""
-    if value not in valid:
-        raise Error(f"unknown {kind} {value!r}; valid: {', '.join(valid)}")
+    if not isinstance(value, str) or value not in valid:
+        raise Error(f"unknown {kind} {_show(value)}; valid: {', '.join(valid)}")
     return value

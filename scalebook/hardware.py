@@ -335,6 +335,7 @@ def chip(name: "str | Chip") -> Chip:
 
 def spec_row(c: Chip) -> dict[str, str]:
     """One chip's figures as formatted strings, for the spec tables of the book and CLI."""
+    c = chip(c)
     f = units.format_quantity
     row = {
         "chip": c.display_name,

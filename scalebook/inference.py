@@ -38,6 +38,8 @@ from . import collectives, units
 from . import transformer as tr
 from ._data import load
 from .errors import Error, require_positive
+from .errors import instance as _instance, integer as _integer, number as _number, text as _text
+from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
 from .models import Transformer
 from .topology import Axis, Topology, for_chips
@@ -108,6 +110,8 @@ class Deployment:
 
 def check_deployment(model: Transformer, d: Deployment) -> None:
     """Raise `Error` where the layout cannot split this model."""
+    model = _as_model(model)
+    _instance('deployment', d, Deployment)
     d = d.resolve(model)
     if d.attention == "heads" and model.heads % d.tp:
         raise Error(f"tp={d.tp} must divide the {model.heads} query heads of {model.name} (or split attention by "
@@ -138,6 +142,7 @@ def deployment_topology(chip: "str | Chip", d: Deployment) -> Topology:
     """The chips of a deployment, with one mesh axis (or several) per degree: tp on the fastest
     links (NVLink or ICI), then ep, then pp, laid out as `training` lays out a strategy
     (`topology.for_chips`; the group axes are named tp*, ep*, pp*)."""
+    _instance('deployment', d, Deployment)
     from .strategy import _Queue, _ordered
 
     c = _chip(chip)
@@ -355,6 +360,8 @@ def _parts(model: Transformer) -> _Parts:
 
 def weights_per_chip(model: Transformer, d: Deployment) -> float:  # noqa: D401
     """Bytes of weights one chip holds: everything / (tp pp), routed experts further / ep."""
+    model = _as_model(model)
+    _instance('deployment', d, Deployment)
     p = tr.params(model)
     b = units.dtype_bytes(d.weights)
     dense = p.total_params - p.routed_expert_params
@@ -365,6 +372,9 @@ def kv_bytes_per_sequence_per_chip(model: Transformer, d: Deployment, tokens: in
     """KV cache of one sequence of `tokens` on one chip, on average: split over tp by kv heads
     (repeated once tp exceeds them; MLA's latent is not split) or, with attention split by batch,
     1/tp of the sequences per chip; and over pp by layers."""
+    model = _as_model(model)
+    _instance('deployment', d, Deployment)
+    _number('tokens', tokens)
     kv = tr.kv_cache(model, seq_len=tokens, dtype=d.kv).bytes_per_sequence
     d = d.resolve(model)
     if d.attention == "batch":
@@ -446,6 +456,8 @@ def _workspace(model: Transformer, d: Deployment, prompt_len: int) -> float:
 def memory_per_chip(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: int,
                     context: int, prompt_len: int | None = None) -> ServingMemory:
     """Weights + KV cache of `batch` sequences of `context` tokens + prefill workspace, per chip."""
+    model = _as_model(model)
+    _instance('deployment', deployment, Deployment)
     c, d = _chip(chip), deployment
     require_positive(batch=batch, context=context)
     kv = kv_bytes_per_sequence_per_chip(model, d, context) * math.ceil(batch / d.ep)
@@ -459,6 +471,8 @@ def max_batch(model: Transformer, *, chip: "str | Chip", deployment: Deployment,
 
     B_max = ep x floor((HBM - weights - workspace) / KV per sequence per chip).
     """
+    model = _as_model(model)
+    _instance('deployment', deployment, Deployment)
     c, d = _chip(chip), deployment
     require_positive(context=context)
     free = c.hbm_bytes - weights_per_chip(model, d) - _workspace(model, d, prompt_len or context)
@@ -470,6 +484,7 @@ def max_batch(model: Transformer, *, chip: "str | Chip", deployment: Deployment,
 def chips_to_hold(model: Transformer, *, chip: "str | Chip", weights: str = "bf16", kv: str = "bf16",
                   batch: int = 0, context: int = 0) -> int:
     """Fewest chips whose HBM holds the weights and the KV cache of `batch` x `context` tokens."""
+    model = _as_model(model)
     c = _chip(chip)
     total = tr.params(model).total_params * units.dtype_bytes(weights)
     if batch and context:
@@ -487,6 +502,7 @@ def critical_decode_batch(chip: "str | Chip", *, weights: str = "bf16") -> float
     from . import roofline
 
     c = _chip(chip)
+    _text("weights", weights)
     if weights in ("fp8", "fp4") and "fp8" in c.flops_per_s:
         return c.peak_flops_per_s("fp8") * units.dtype_bytes(weights) / (2 * c.hbm_bytes_per_s)
     return roofline.critical_batch(c, "bf16", weight_dtype=weights)
@@ -500,6 +516,7 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     Decode runs at the average context prompt_len + output_len / 2; memory holds the full
     prompt_len + output_len for every sequence. `batch="max"` serves the largest batch that fits.
     """
+    model = _as_model(model)
     if not isinstance(model, Transformer):
         raise Error(f"model must be a scalebook.models.Transformer, got {type(model).__name__}")
     d = deployment or Deployment()
@@ -555,6 +572,8 @@ def fit_efficiencies(model: Transformer, *, chip: "str | Chip", decode: dict, pr
     """(bandwidth, compute) efficiencies at which `estimate` reproduces a published decode
     latency and a published batched prefill time (each dict holds the estimate's other keyword
     arguments: deployment, batch, prompt_len, output_len). Alternating bisection, a few rounds."""
+    model = _as_model(model)
+    _instance('decode', decode, dict), _instance('prefill', prefill, dict)
     require_positive(decode_seconds_per_token=decode_seconds_per_token, prefill_batch_seconds=prefill_batch_seconds)
     bw, ce = 0.8, 0.6
     for _ in range(4):
@@ -568,6 +587,7 @@ def fit_efficiencies(model: Transformer, *, chip: "str | Chip", decode: dict, pr
 def refit_default_efficiency(family: str) -> tuple[float, float]:
     """Fit a chip family's default (bandwidth, compute) efficiency again on its anchor results,
     named in `data/serving_efficiency.json` (results from `scalebook.serving_results`)."""
+    _text('family', family)
     from . import serving_results
 
     entry = load("serving_efficiency").get(family)

@@ -50,6 +50,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import units
 from .errors import Error, choose, require_non_negative, require_positive
+from .errors import integer as _integer, text as _text
 
 #: The collectives built here (HLO names, as `scalebook.collectives.KINDS`).
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce")
@@ -73,6 +74,8 @@ def ring_split(n: int, bidirectional: bool = True) -> tuple[int, int]:
     """
     require_positive(n=n)
     n = int(n)
+    if not isinstance(bidirectional, bool):
+        raise Error(f"bidirectional must be True or False, got {bidirectional!r}")
     k = math.ceil((n - 1) / 2) if bidirectional else n - 1
     return k, n - 1 - k
 
@@ -103,7 +106,7 @@ class Transfer:
 def _kind(kind: str) -> str:
     from .collectives import canonical_kind
 
-    key = kind.strip().lower().replace("_", "-")
+    key = _text("kind", kind).strip().lower().replace("_", "-")
     if key in MATMULS:
         return key
     k = canonical_kind(kind)
@@ -574,7 +577,10 @@ def global_shapes(kind: str, shape: Sequence[int], n: int) -> tuple[tuple[int, .
     """The global input shapes `build` takes for a kind. `shape`: for a collective, the array of
     V bytes (the gathered output, or one device's full-size part); for a matmul, (I, J, K)."""
     kind = _kind(kind)
-    shape = tuple(int(s) for s in shape)
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+        raise Error(f"shape must be a sequence of sizes such as (1024, 512), got {shape!r}")
+    shape = tuple(_integer("shape entry", s) for s in shape)
+    n = _integer("n", n)
     if kind in MATMULS:
         if len(shape) != 3:
             raise Error(f"a matmul's shape is (I, J, K); got {shape}")

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 from . import units
 from .errors import Error, require_positive
+from .errors import model as _as_model
 from .models import Transformer
 from .transformer import _html_table
 
@@ -61,7 +62,7 @@ def _check(model: Transformer) -> None:
 
 
 def _dtype(dtype: str) -> str:
-    if dtype not in _DTYPES:
+    if not isinstance(dtype, str) or dtype not in _DTYPES:
         raise Error(f"jax_decode runs in {', '.join(_DTYPES)}; got {dtype!r} (use float32 on CPU: XLA "
                     "upcasts bf16 dots there)")
     return dtype
@@ -70,6 +71,7 @@ def _dtype(dtype: str) -> str:
 def init_weights(model: Transformer, *, seed: int = 0, dtype: str = "float32") -> dict:
     """`jax_training.init_model`'s weights ({'layers': [...], 'embed', 'final_norm', 'unembed'}),
     cast to `dtype`."""
+    model = _as_model(model)
     import jax
     import jax.numpy as jnp
 
@@ -82,6 +84,7 @@ def init_weights(model: Transformer, *, seed: int = 0, dtype: str = "float32") -
 
 def weight_shapes(model: Transformer, *, dtype: str = "float32") -> dict:
     """The pytree of `init_weights` as `jax.ShapeDtypeStruct`s (to compile without allocating)."""
+    model = _as_model(model)
     import jax
     import jax.numpy as jnp
 
@@ -98,12 +101,14 @@ def weight_shapes(model: Transformer, *, dtype: str = "float32") -> dict:
 
 def cache_shape(model: Transformer, *, batch: int, max_len: int) -> tuple[int, int, int, int]:
     """[batch, kv_heads, max_len, head_dim]: the shape of one layer's keys (and of its values)."""
+    model = _as_model(model)
     require_positive(batch=batch, max_len=max_len)
     return (int(batch), model.kv_heads, int(max_len), model.head_dim)
 
 
 def cache_shapes(model: Transformer, *, batch: int, max_len: int, dtype: str = "float32") -> list:
     """The cache's pytree as `jax.ShapeDtypeStruct`s: [{'k', 'v'}] per layer."""
+    model = _as_model(model)
     import jax
     import jax.numpy as jnp
 
@@ -113,6 +118,7 @@ def cache_shapes(model: Transformer, *, batch: int, max_len: int, dtype: str = "
 
 def init_cache(model: Transformer, *, batch: int, max_len: int, dtype: str = "float32") -> list:
     """An empty (zero) cache, [{'k', 'v'}] per layer, for `batch` sequences of up to `max_len`."""
+    model = _as_model(model)
     import jax.numpy as jnp
 
     return [{n: jnp.zeros(s.shape, s.dtype) for n, s in layer.items()}
@@ -185,6 +191,7 @@ def prefill(weights: dict, tokens, *, model: Transformer, max_len: int):
     Attention is dense and causal: all P x P scores, the upper half masked. Only the last
     position goes through the unembedding (its logits pick the first new token).
     """
+    model = _as_model(model)
     import jax
     import jax.numpy as jnp
 
@@ -214,6 +221,7 @@ def decode_step(weights: dict, cache: list, token, position, *, model: Transform
     cache positions 0..position (the rest of the `max_len` are masked, but still read and
     multiplied), and returns (logits [B, V], updated cache).
     """
+    model = _as_model(model)
     import jax
     import jax.numpy as jnp
 
@@ -254,6 +262,7 @@ _JITTED = None
 
 def generate(weights: dict, prompt, steps: int, *, model: Transformer, max_len: int | None = None):
     """Greedy decoding: prefill `prompt` [B, P], then decode; returns the `steps` new tokens [B, steps]."""
+    model = _as_model(model)
     import jax.numpy as jnp
 
     require_positive(steps=steps)
@@ -287,6 +296,7 @@ def _compile_prefill(model: Transformer, *, batch: int, prompt_len: int, max_len
 
 def compile_decode_step(model: Transformer, *, batch: int, max_len: int, dtype: str = "float32"):
     """`decode_step` compiled from shapes (cache donated, so XLA updates it in place)."""
+    model = _as_model(model)
     import functools
 
     import jax
@@ -411,6 +421,7 @@ def predicted_decode(model: Transformer, *, batch: int, context: int, dtype: str
     are scaled to `dtype`. FLOPs do not depend on the dtype. The chip (h100) only sets times,
     which are not used.
     """
+    model = _as_model(model)
     from . import inference
 
     est = inference.estimate(model, chip="h100", deployment=inference.Deployment(), batch=batch,
@@ -422,6 +433,7 @@ def predicted_decode(model: Transformer, *, batch: int, context: int, dtype: str
 
 def predicted_prefill_flops(model: Transformer, *, prompt_len: int) -> float:
     """`inference.estimate(...).prefill.flops`: the FLOPs of prefilling one prompt on one chip."""
+    model = _as_model(model)
     from . import inference
 
     return inference.estimate(model, chip="h100", deployment=inference.Deployment(), batch=1,
@@ -441,6 +453,7 @@ def decode_traffic(hlo: str, model: Transformer, *, batch: int, max_len: int) ->
     each of its operands that falls in a class. Parameters (weights, cache) and bitcasts of them
     never do, whatever their size.
     """
+    model = _as_model(model)
     import math
     import re
 
@@ -485,6 +498,7 @@ def compiled_costs(model: Transformer = SMALL, *, batch: int, prompt_len: int, m
     with a batch of 1 XLA on CPU drops the unit dimension, compiles copies of the cache and
     its cost analysis no longer adds up.
     """
+    model = _as_model(model)
     from . import xla
     from .transformer import flops_per_token
 
@@ -556,6 +570,7 @@ def time_decode(model: Transformer = SMALL, *, batch: int, context: int, repeats
     context - 1, attending to all of them. The cache is donated, so each step updates it in
     place. Pass `weights` (from `init_weights`) to time several shapes without redrawing them.
     """
+    model = _as_model(model)
     import jax
     import jax.numpy as jnp
 
@@ -638,6 +653,7 @@ def decode_curve(model: Transformer = BENCH, *, batches=(2, 8, 32), contexts=(25
     Measures the device's copy bandwidth and matmul rates with `scalebook.measure` first; see
     `DecodeCurve`. A few seconds per point on a CPU with the default model.
     """
+    model = _as_model(model)
     import jax
 
     from . import measure

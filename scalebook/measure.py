@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 from . import units
 from .errors import Error, require_positive
+from .errors import text as _text
 from .hardware import chip as _chip
 
 __all__ = [
@@ -65,7 +66,7 @@ def chip_for_device(kind: str) -> str | None:
     >>> chip_for_device("TPU v5 lite"), chip_for_device("NVIDIA H100 80GB HBM3"), chip_for_device("cpu")
     ('tpu-v5e', 'h100', None)
     """
-    k = kind.strip().lower()
+    k = _text("kind", kind).strip().lower()
     for pattern, name in _KIND_PATTERNS:
         if re.search(pattern, k):
             return name

@@ -25,6 +25,8 @@ import numpy as np
 
 from . import step, units
 from .errors import Error
+from .errors import instance as _instance, integer as _integer, number as _number, text as _text
+from .errors import model as _as_model
 from .hardware import Chip
 from .models import Transformer
 from .strategy import POLICY_NAMES, Strategy, place
@@ -52,6 +54,10 @@ def _micro_options(replica: int) -> list[int]:
 def candidates(model: Transformer, *, chips: int, seqs: int, seq_len: int,
                remat: "tuple[str, ...]" = POLICY_NAMES) -> "Candidates":
     """Every strategy `plan` considers, before memory and speed are checked, as columns."""
+    model = _as_model(model)
+    _integer('chips', chips), _integer('seqs', seqs), _integer('seq_len', seq_len)
+    if not isinstance(remat, (tuple, list)) or not all(isinstance(r, str) for r in remat):
+        raise Error(f'remat must be a tuple of policy names, got {remat!r}; valid: {", ".join(POLICY_NAMES)}')
     keys: list[tuple[int, ...]] = []  # (tp, cp, fsdp, dp, pp, ep)
     rows: list[tuple[int, ...]] = []  # (key index, virtual stages, microbatch)
     for tp in (t for t in _divisors(chips, MAX_TP) if _tp_ok(model, t)):
@@ -150,6 +156,7 @@ class TrainingPlan:
 def evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, batch_tokens: float,
                  seq_len: int, efficiency: float | None = None) -> dict[str, np.ndarray]:
     """`step.evaluate` on every candidate at once (one placement per distinct set of degrees)."""
+    model = _as_model(model)
     if not len(cands):
         raise Error("no strategy to evaluate")
     st = setting(model, topology=topology, strategy=Strategy(), batch_tokens=batch_tokens, seq_len=seq_len,
@@ -188,6 +195,7 @@ def plan(model: Transformer, *, seq_len: int, batch_tokens: float | None = None,
 
     Raises `Error` if no strategy fits (the message says the smallest memory any needed).
     """
+    model = _as_model(model)
     if not isinstance(model, Transformer):
         raise Error(f"model must be a scalebook.models.Transformer, got {type(model).__name__}")
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:

@@ -44,6 +44,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import units
 from .errors import Error, require_positive
+from .errors import text as _text
 
 __all__ = [
     "CATEGORIES", "COLLECTIVES", "TraceEvent", "DeviceStep", "Profile", "HloOp", "LineUpRow", "LineUp",
@@ -178,6 +179,7 @@ def hlo_instruction(hlo: str, name: str, *, full: bool = False) -> str:
     `metadata=` and `backend_config=` are cut from each line, which keeps it readable."""
     if not isinstance(hlo, str):
         raise Error("hlo must be compiled HLO text (compiled.as_text())")
+    _text("name", name)
 
     def short(line: str) -> str:
         line = line.strip()
@@ -223,6 +225,9 @@ def categorize(name: str, hlo_categories: Mapping[str, str] | None = None) -> st
     """The category of an op named `name` in a trace: from the HLO when it is there (see
     `HloOp.category`), else guessed from the name ('all-reduce.3' -> 'all-reduce', names with dot,
     gemm, convolution or XLA:CPU's `ynn_fusion` -> 'matmul', other '*fusion*' -> 'fusion')."""
+    _text("name", name)
+    if hlo_categories is not None and not isinstance(hlo_categories, Mapping):
+        raise Error(f"hlo_categories must map op names to categories, got {type(hlo_categories).__name__}")
     if hlo_categories and name in hlo_categories:
         return hlo_categories[name]
     base = re.sub(r"\.\d+$", "", name)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from . import units
 from .errors import Error, require_non_negative, require_positive
+from .errors import instance as _instance, integer as _integer, number as _number, text as _text
+from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
 from .inference import Deployment, ServingEstimate, check_deployment, estimate, max_batch
 from .models import Transformer
@@ -29,9 +31,14 @@ def frontier(model: Transformer, *, chip: "str | Chip", deployment: Deployment, 
     Per-token latency rises with batch while tokens/s per chip rises faster, until the KV
     cache fills the memory: the latency/throughput frontier of Chapter 7.
     """
+    model = _as_model(model)
+    _instance('deployment', deployment, Deployment)
+    _integer('prompt_len', prompt_len), _integer('output_len', output_len)
     most = max_batch(model, chip=chip, deployment=deployment, context=prompt_len + output_len, prompt_len=prompt_len)
     if most < 1:
         raise Error(f"{model.name} does not fit on {deployment.chips} {_chip(chip).name} with {deployment.label()}")
+    if batches is not None and (not isinstance(batches, (list, tuple)) or not batches):
+        raise Error(f"batches must be a non-empty list of batch sizes, got {batches!r}")
     if batches is None:
         batches = sorted({b for b in (2 ** i for i in range(20)) if b <= most} | {most})
     return [estimate(model, chip=chip, deployment=deployment, batch=b, prompt_len=prompt_len, output_len=output_len,
@@ -86,6 +93,7 @@ def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: D
     `prefix_hit_rate` is the fraction of each prompt already in a prefix cache (its prefill
     skipped; its KV cache still read in decode).
     """
+    model = _as_model(model)
     require_non_negative(prefix_hit_rate=prefix_hit_rate)
     if prefix_hit_rate >= 1:
         raise Error(f"prefix_hit_rate is a fraction below 1, got {prefix_hit_rate:g}")
@@ -140,6 +148,7 @@ def verify_cost_ratio(model: Transformer, *, chip: "str | Chip", deployment: Dep
     the collectives at (g + 1) x the tokens: about 1 while decode is memory-bound at this batch,
     up to g + 1 once it is compute-bound (Chapter 7).
     """
+    model = _as_model(model)
     from .inference import _step, deployment_topology
 
     e = estimate(model, chip=chip, deployment=deployment, batch=batch, prompt_len=prompt_len,
@@ -195,6 +204,7 @@ def disaggregation(model: Transformer, *, chip: "str | Chip", prefill: Deploymen
     A request costs prefill chips x prefill seconds on the prefill side and decode chips x
     output_len x per-token latency / batch on the decode side; their ratio sizes the two pools.
     """
+    model = _as_model(model)
     p = estimate(model, chip=chip, deployment=prefill, batch=1, prompt_len=prompt_len, output_len=output_len,
                  **efficiency)
     d = estimate(model, chip=chip, deployment=decode, batch=batch, prompt_len=prompt_len, output_len=output_len,
@@ -269,8 +279,13 @@ def plan_serving(model: Transformer, *, chip: "str | Chip", latency_target_s: fl
     on chips with fp8 matmuls (elsewhere they store and run like int8). Layouts the chips cannot
     form are skipped.
     """
+    model = _as_model(model)
     c = _chip(chip)
     require_positive(latency_target_s=latency_target_s)
+    _integer("max_chips", max_chips), _integer("top", top)
+    for name, dtypes in (("weights", weights), ("kv", kv)):
+        if not isinstance(dtypes, (tuple, list)) or not all(isinstance(x, str) for x in dtypes):
+            raise Error(f"{name} must be a tuple of dtype names such as ('bf16', 'fp8'), got {dtypes!r}")
     tried: list[ServingEstimate] = []
     for (tp, ep, pp), w, k in itertools.product(_layouts(model, c, max_chips), _formats(c, weights), kv):
         d = Deployment(tp=tp, ep=ep, pp=pp, weights=w, kv=k)

@@ -43,6 +43,7 @@ from typing import Mapping
 import numpy as np
 
 from . import transformer as tr
+from .errors import model as _as_model
 from . import units
 from .models import Transformer
 from .strategy import REMAT, Placement
@@ -154,6 +155,7 @@ class ModelFacts:
 
 
 def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
+    model = _as_model(model)
     p = tr.params(model)
     fl = tr.flops_per_token(model, seq_len=seq_len, causal=True)
     remat = tuple(tr.activation_memory(model, batch=1, seq_len=seq_len, policy=REMAT[r]).remat_flops_per_token
@@ -184,6 +186,7 @@ def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str,
     The D-wide tensors (layer input, norms, residuals) are whole on every TP chip unless
     sequence parallelism splits them; the rest (Q, K, V, MLP hidden) are split over tp.
     """
+    model = _as_model(model)
     b = units.dtype_bytes(dtype)
     wide = rest = 0.0
     for moe, count in ((False, model.dense_layers), (True, model.moe_layers)):

@@ -33,6 +33,7 @@ from typing import Mapping, Sequence
 
 from . import units
 from .errors import Error, choose
+from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .topology import Axis, Topology
 
 KINDS = ("tp", "cp", "fsdp", "dp", "pp")
@@ -261,6 +262,7 @@ def _split(axes: list[Axis], n: int, what: str) -> tuple[list[Axis], list[Axis]]
 
 def place(strategy: Strategy, topology: Topology) -> Placement:
     """Lay `strategy`'s degrees on `topology` (module docstring); `Error` if they do not fit."""
+    _instance('strategy', strategy, Strategy)
     if not isinstance(topology, Topology):
         raise Error(f"topology must be a scalebook.topology.Topology, got {type(topology).__name__}")
     s = strategy

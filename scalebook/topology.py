@@ -156,6 +156,8 @@ def _parse_shape(shape: "str | Sequence[int]", what: str) -> tuple[int, ...]:
 def _names(names: "Sequence[str] | None", n: int, default: Sequence[str]) -> tuple[str, ...]:
     if names is None:
         return tuple(default[:n])
+    if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+        raise Error(f"names must be a list of axis names such as ['X', 'Y'], got {names!r}")
     names = tuple(names)
     if len(names) != n or len(set(names)) != n or not all(isinstance(x, str) and x.isidentifier() for x in names):
         raise Error(f"need {n} distinct axis names (identifiers) for a {n}-axis topology, got {names!r}")

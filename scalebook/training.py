@@ -29,6 +29,8 @@ import numpy as np
 from . import collectives, step, units
 from ._data import load
 from .errors import Error, require_positive
+from .errors import instance as _instance, integer as _integer, number as _number, text as _text
+from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
 from .models import Transformer
 from .strategy import KINDS, POLICY_NAMES, Placement, Strategy, place
@@ -266,6 +268,9 @@ class TrainingEstimate:
 
 def check_fits_model(model: Transformer, strategy: Strategy, seq_len: int) -> None:
     """Raise `Error` where a degree cannot split this model (heads, width, layers, experts, T)."""
+    model = _as_model(model)
+    _instance('strategy', strategy, Strategy)
+    _integer('seq_len', seq_len)
     s = strategy
     if model.heads % s.tp:
         raise Error(f"tp={s.tp} must divide the {model.heads} query heads of {model.name}")
@@ -309,6 +314,7 @@ def _batch(batch_tokens: float | None, batch_seqs: int | None, seq_len: int) -> 
 def setting(model: Transformer, *, topology: Topology, strategy: Strategy, batch_tokens: float, seq_len: int,
             efficiency: float | None) -> step.Setting:
     """The strategy-independent inputs of the step model (dtypes come from `strategy`)."""
+    model = _as_model(model)
     c = topology.chip
     eff = default_efficiency(c) if efficiency is None else efficiency
     require_positive(efficiency=eff)
@@ -361,6 +367,8 @@ def estimate(model: Transformer, *, strategy: Strategy, seq_len: int, batch_toke
     tokens each; it must split evenly over the dp x fsdp replicas. The step model
     and its assumptions: `scalebook.step`; conventions: this module's docstring.
     """
+    model = _as_model(model)
+    _instance('strategy', strategy, Strategy)
     if not isinstance(model, Transformer):
         raise Error(f"model must be a scalebook.models.Transformer (e.g. models.preset('llama3-70b')), "
                     f"got {type(model).__name__}")
@@ -484,6 +492,8 @@ def critical_batch_per_chip(model: Transformer, *, strategy: Strategy, seq_len: 
     microbatch per step; `estimate` has no exposed FSDP or DP time at and above it. Returns 0 when
     the strategy has no FSDP or DP traffic.
     """
+    model = _as_model(model)
+    _instance('strategy', strategy, Strategy)
     topo = _resolve_topology(chip, chips, topology)
     mb = strategy.microbatch or 1
     base = estimate(model, strategy=strategy.replace(microbatch=mb), seq_len=seq_len, batch_seqs=strategy.data * mb,
@@ -533,6 +543,7 @@ def pipeline_bubble_fraction(*, pp: int, microbatches: int, virtual_stages: int 
     GPipe and 1F1B idle for pp - 1 microbatch slots per step; interleaving v virtual stages per
     chip shrinks that to (pp - 1) / v (Narayanan et al. 2021). Chapter 5.
     """
+    _integer('pp', pp), _integer('microbatches', microbatches), _integer('virtual_stages', virtual_stages)
     for name, v in (("pp", pp), ("microbatches", microbatches), ("virtual_stages", virtual_stages)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise Error(f"{name} must be a positive integer, got {v!r}")
@@ -557,6 +568,7 @@ def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, acti
     A chunk of T/c tokens sends (T/c) 2 K H b bytes per ring step and computes 4 (T/c)^2 N H FLOPs
     against it, so T/c >= (b / 2) (K / N) C / W (Chapter 5).
     """
+    model = _as_model(model)
     c = _chip(chip)
     b = units.dtype_bytes(activation_dtype)
     return b / 2 * model.kv_heads / model.heads * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
@@ -565,6 +577,7 @@ def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, acti
 def link_bytes_per_s(chip: "str | Chip", link: str) -> float:
     """Per-chip collective bandwidth W of a kind of link, as `topology` builds its axes."""
     c = _chip(chip)
+    _text("link", link)
     if link == "ici":
         if not c.is_tpu:
             raise Error(f"{c.name} is a GPU: its fast link is 'nvlink'")
@@ -595,8 +608,12 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
     to the chip's fast link (ICI or NVLink); 'infiniband' or 'dcn' price a group with one chip per
     node or slice (a group of whole nodes runs hierarchically and fares better, as `estimate` shows).
     """
+    model = _as_model(model)
     c = _chip(chip)
+    if link is not None:
+        _text("link", link)
     w = link_bytes_per_s(c, link or ("ici" if c.is_tpu else "nvlink"))
+    require_positive(efficiency=efficiency)
     facts = step.model_facts(model, 1)
     layer = (facts.layer_dense_params + facts.layer_expert_params * (model.experts_per_token /
              max(model.routed_experts, 1))) / model.layers
@@ -613,6 +630,7 @@ def refit_default_efficiency(family: str) -> float:
     tokens/s per chip of PaLM 540B for TPUs and of Megatron-LM 1T for GPUs); the run itself comes
     from `scalebook.runs`. `tools/fit_efficiency.py` writes the result back to the data file.
     """
+    _text('family', family)
     from . import runs
     entry = load("training_efficiency").get(family)
     if entry is None:
@@ -635,6 +653,7 @@ def fit_efficiency(model: Transformer, *, target: float, metric: str = "mfu", **
     (tokens/s per chip) of PaLM 540B (TPU) and Megatron-LM 1T (GPU): throughput does not depend on
     how a paper counts FLOPs.
     """
+    model = _as_model(model)
     if metric not in ("mfu", "hfu", "model_flops_per_s_per_chip", "tokens_per_s_per_chip"):
         raise Error(f"unknown metric {metric!r}; valid: mfu, hfu, model_flops_per_s_per_chip, tokens_per_s_per_chip")
     require_positive(target=target)

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 from . import units
 from .errors import Error, choose, require_non_negative, require_positive
+from .errors import instance as _instance, integer as _integer, number as _number, text as _text
+from .errors import model as _as_model
 from .models import Transformer
 
 REMAT_POLICIES = ("none", "matmul_outputs", "full")
@@ -34,6 +36,7 @@ REMAT_POLICIES = ("none", "matmul_outputs", "full")
 
 def format_count(n: float) -> str:
     """'8.03B', '70.6B', '1.05M': a parameter count with a decimal suffix."""
+    n = _number('n', n)
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
         if abs(n) >= scale * 0.9995:
             return f"{n / scale:.3g}{suffix}"
@@ -155,6 +158,7 @@ def params(model: Transformer) -> ParamCounts:
     Dense LLaMA-style layer: 2 D N H + 2 D K H (attention) + 3 D F (gated MLP) + 2 D (norms);
     total = L x layer + V D (x 2 untied) + D (final norm).
     """
+    model = _as_model(model)
     L, D, V = model.layers, model.d_model, model.vocab
     moe = model.moe_layers
     per_expert = _mlp_weights(model, model.expert_d_ff) + _mlp_biases(model, model.expert_d_ff) if model.is_moe else 0
@@ -260,6 +264,7 @@ def flops_per_token(model: Transformer, *, seq_len: int = 0, causal: bool = True
     + attention scores 4 T_eff N H per layer (T_eff = T/2 when `causal`). `seq_len=0` leaves the
     attention scores out. Training per token is 3 x forward (`.training_flops`).
     """
+    model = _as_model(model)
     _check_seq(seq_len)
     D, L = model.d_model, model.layers
     moe_width = (model.experts_per_token + model.shared_experts) * model.expert_d_ff
@@ -280,6 +285,7 @@ def layer_flops_per_token(model: Transformer, *, seq_len: int = 0, causal: bool 
 
     `moe` picks a MoE layer or a dense one; default: MoE if the model has MoE layers.
     """
+    model = _as_model(model)
     _check_seq(seq_len)
     if moe is None:
         moe = model.moe_layers > 0
@@ -306,6 +312,7 @@ def attention_crossover_seq_len(model: Transformer, *, causal: bool = False, moe
     T* = (projection + MLP FLOPs) / (score FLOPs per unit of T). For an MHA layer with N H = D
     and a gated MLP of F = 4 D, T* = 8 D without the causal halving and 16 D with it (Chapter 4).
     """
+    model = _as_model(model)
     one = layer_flops_per_token(model, seq_len=1, causal=causal, moe=moe)
     return one.forward_flops_without_attention / one.attention_score_flops
 
@@ -342,6 +349,7 @@ def training_flops(model: Transformer, *, tokens: float, seq_len: int = 0, causa
     N is the active parameter count (embedding included, as most papers quote it); the exact
     count adds attention scores and leaves out the FLOP-free embedding lookup.
     """
+    model = _as_model(model)
     require_positive(tokens=tokens)
     per = flops_per_token(model, seq_len=seq_len, causal=causal)
     n = params(model).active_params
@@ -407,6 +415,7 @@ def training_memory(model: Transformer, *, param_dtype: str = "bf16", grad_dtype
     bytes = P x (b_param + b_grad + b_m + b_v + b_master); `master_dtype=None` keeps no master
     copy (pure bf16 training). Chapter 4.
     """
+    model = _as_model(model)
     n = params(model).total_params
     b = units.dtype_bytes
     return TrainingMemory(
@@ -546,6 +555,7 @@ def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: s
     residual stream, so no gradient needs it; a parallel block also skips the output projection);
     'matmul_outputs' one more QK^T and AV (`causal` as in `flops_per_token`).
     """
+    model = _as_model(model)
     require_positive(batch=batch, seq_len=seq_len)
     choose("remat policy", policy, REMAT_POLICIES)
     b = units.dtype_bytes(dtype)
@@ -602,6 +612,7 @@ class KVCache:
 
 def kv_cache(model: Transformer, *, seq_len: int = 1, batch: int = 1, dtype: str = "bf16") -> KVCache:
     """KV cache size: 2 L K H x bytes per token (MLA: L (d_c + d_R) x bytes) (Chapter 4)."""
+    model = _as_model(model)
     require_positive(seq_len=seq_len, batch=batch)
     if model.is_mla:
         per_layer = model.mla_kv_compression_dim + model.mla_rope_head_dim

@@ -12,6 +12,7 @@ import math
 import re
 
 from .errors import Error
+from .errors import integer as _integer, number as _number, text as _text
 
 #: Bytes per element of each dtype the package knows. int4/fp4 pack two values per byte.
 DTYPE_BYTES: dict[str, float] = {
@@ -62,14 +63,14 @@ _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s
 
 def dtype_bytes(dtype: str) -> float:
     """Bytes per element of `dtype` (e.g. 2 for bf16, 0.5 for int4)."""
-    if dtype not in DTYPE_BYTES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise Error(f"unknown dtype {dtype!r}; valid: {', '.join(sorted(set(map(canonical_dtype, DTYPE_BYTES))))}")
     return DTYPE_BYTES[dtype]
 
 
 def canonical_dtype(dtype: str) -> str:
     """The package's short name for a dtype ('bfloat16' -> 'bf16'); raises `Error` if unknown."""
-    if dtype not in DTYPE_BYTES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         dtype_bytes(dtype)
     return _CANONICAL_DTYPE.get(dtype, dtype)
 
@@ -97,7 +98,7 @@ def parse_unit(text: str) -> tuple[str, float]:
     >>> parse_unit("TFLOPs/s")
     ('FLOP/s', 1000000000000.0)
     """
-    text = text.strip().replace(" ", "")
+    text = _text("unit", text).strip().replace(" ", "")
     if not text:
         return "", 1.0
     parts = text.split("/")
@@ -158,6 +159,10 @@ def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
+    value = value if isinstance(value, float) and math.isinf(value) else _number("value", value)
+    unit, digits = _text("unit", unit), _integer("digits", digits)
+    if digits > 17:
+        raise Error(f"digits must be at most 17 (a float's precision), got {digits}")
     if unit in ("", "token", "chip", "param", "FLOP/B", "$"):
         suffix = "" if unit == "" else (" " + unit)
         return f"{value:.{digits}g}{suffix}"

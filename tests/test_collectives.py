@@ -112,6 +112,7 @@ def test_repr_names_the_collective_and_its_time():
 ])
 def test_bad_input_raises_an_error_naming_it(kwargs, message):
     with pytest.raises(Error, match=message):
+        kwargs = dict(kwargs)  # the parametrized dict is shared between runs
         col.cost(kwargs.pop("kind"), V5E, **kwargs)
 
 

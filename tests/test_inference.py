@@ -18,10 +18,12 @@ def _e(model=L8, chip="h100", batch=8, prompt=1024, output=256, **kw):
 
 def test_decode_at_batch_one_streams_the_weights_from_hbm():
     e = _e(batch=1, bandwidth_efficiency=1.0)
-    p = tr.params(L8)
-    weights = (p.total_params - p.embedding_params) * 2  # the embedding rows are gathered, not streamed
-    kv = tr.kv_cache(L8, seq_len=1024 + 128).bytes
-    assert e.decode.memory_seconds == pytest.approx((weights + kv) / H100.hbm_bytes_per_s, rel=1e-6)
+    # Llama 3 8B: 8,030,261,248 parameters less the 128256 x 4096 embedding rows (gathered, not
+    # streamed), 2 bytes each; KV: K and V x 32 layers x 8 heads x 128 x 2 bytes = 131072 B a token,
+    # at the average decode context 1024 + 256 / 2 = 1152 tokens. H100 HBM: 3.4 TB/s.
+    weights = (8_030_261_248 - 128256 * 4096) * 2
+    kv = 2 * 32 * 8 * 128 * 2 * 1152
+    assert e.decode.memory_seconds == pytest.approx((weights + kv) / 3.4e12, rel=1e-6)
     assert e.decode.bound == "memory"
 
 
@@ -39,6 +41,8 @@ def test_attention_in_decode_is_memory_bound_at_any_batch():
 
 
 def test_critical_decode_batch_is_chapter_one_critical_batch():
+    # 990 TFLOP/s bf16 over 3.4 TB/s of HBM: a bf16 weight (2 bytes) must serve 291 tokens
+    assert inf.critical_decode_batch("h100") == pytest.approx(990e12 / 3.4e12)
     assert inf.critical_decode_batch("h100") == pytest.approx(scalebook.roofline.critical_batch("h100"))
     assert inf.critical_decode_batch("h100", weights="int8") == pytest.approx(inf.critical_decode_batch("h100") / 2)
 
@@ -203,7 +207,8 @@ def test_multi_query_attention_splits_its_cache_by_batch():
     d = Deployment(tp=64).resolve(palm)
     assert d.attention == "batch"
     per_chip = inf.kv_bytes_per_sequence_per_chip(palm, Deployment(tp=64), 1000)
-    assert per_chip == pytest.approx(tr.kv_cache(palm, seq_len=1000).bytes_per_sequence / 64)
+    # K and V x 118 layers x 1 head x 256 x 2 bytes (bf16) x 1000 tokens = 120.832 MB, over 64 chips
+    assert per_chip == pytest.approx(2 * 118 * 256 * 2 * 1000 / 64)
 
 
 def test_verifying_drafts_costs_one_step_while_memory_bound_and_more_when_compute_bound():

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import collectives, hardware, topology, units
-from ..cli import add_json_flag, emit
+from ..cli import add_json_flag, axes_arg, emit, flatten_axes, number_arg, whole_number
 from ..errors import Error
 
 
@@ -12,11 +12,12 @@ def register(sub) -> None:
     p.add_argument("--chip", required=True, help=f"one of: {', '.join(hardware.chip_names())}")
     p.add_argument("--topology", default=None,
                    help="TPU slice such as 16x16 or 4x4x8 (axes X, Y, Z); GPU: NVLink mesh such as 8 or 4x2")
-    p.add_argument("--slices", type=int, default=None, help="TPU: this many slices joined by DCN (axis D)")
-    p.add_argument("--nodes", type=int, default=None, help="GPU: this many nodes on InfiniBand (axes X, Y[, Z])")
-    p.add_argument("--axes", nargs="+", required=True, help="mesh axes to run over, e.g. X or X Y")
-    p.add_argument("--bytes", required=True, help="V: bytes of the whole array, e.g. 1e9 or '2 GB'")
-    p.add_argument("--hop-latency", default=None, help="seconds per hop (default 1 us)")
+    p.add_argument("--slices", type=whole_number, default=None, help="TPU: this many slices joined by DCN (axis D)")
+    p.add_argument("--nodes", type=whole_number, default=None, help="GPU: this many nodes on InfiniBand (axes X, Y[, Z])")
+    axes_arg(p, "mesh axes to run over: X, or X Y, or X,Y (repeating --axes adds axes)")
+    p.add_argument("--bytes", required=True, type=number_arg("B"), help="V: bytes of the whole array, e.g. 1e9 or '2 GB'")
+    p.add_argument("--hop-latency", default=None, type=number_arg("s", low_inclusive=True),
+                   help="seconds per hop, e.g. 1e-6 or '1 us' (default 1 us)")
     add_json_flag(p)
     p.set_defaults(run=run)
 
@@ -40,11 +41,8 @@ def build_topology(chip: str, shape: "str | None", slices: "int | None", nodes: 
 
 def run(args) -> int:
     topo = build_topology(args.chip, args.topology, args.slices, args.nodes)
-    v = units.parse_quantity(args.bytes, "B")
-    if not v > 0:
-        raise Error(f"--bytes must be positive, got {args.bytes!r}")
-    lat = None if args.hop_latency is None else units.parse_quantity(args.hop_latency, "s")
-    c = collectives.cost(args.kind, topo, axes=args.axes, bytes_=v, hop_latency_seconds=lat)
+    c = collectives.cost(args.kind, topo, axes=flatten_axes(args.axes), bytes_=args.bytes,
+                         hop_latency_seconds=args.hop_latency)
     f = units.format_quantity
     data = {"kind": c.kind, "chip": topo.chip.name, "topology": topo.shape, "axes": list(c.axes),
             "group_size": c.group_size, "array_bytes": c.array_bytes, "bytes_per_device": c.bytes_per_device,

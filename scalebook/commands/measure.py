@@ -4,12 +4,12 @@ from __future__ import annotations
 import sys
 
 from .. import measure
-from ..cli import add_json_flag, emit, positive_number, table
+from ..cli import add_json_flag, emit, table, whole_number
 
 
 def register(sub) -> None:
     p = sub.add_parser("measure", help="measure matmul FLOP/s and memory bandwidth of this device (needs jax)")
-    p.add_argument("--repeats", type=positive_number, default=5, help="timed runs per measurement (median kept)")
+    p.add_argument("--repeats", type=whole_number, default=5, help="timed runs per measurement (median kept)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_json_flag(p)
     p.set_defaults(run=run)

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from .. import models, transformer, units
-from ..cli import add_json_flag, emit, positive_number
+from ..cli import add_json_flag, emit, whole_number
 from ..errors import Error
 
 
 def register(sub) -> None:
     p = sub.add_parser("model", help="parameters, FLOPs per token, KV cache and training memory of a preset")
     p.add_argument("name", help=f"one of: {', '.join(models.preset_names())}")
-    p.add_argument("--seq-len", type=positive_number, default=None,
+    p.add_argument("--seq-len", type=whole_number, default=None,
                    help="sequence length for the attention FLOPs (default: the model's training length, else 0)")
     add_json_flag(p)
     p.set_defaults(run=run)

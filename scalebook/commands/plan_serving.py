@@ -7,7 +7,7 @@ target, the next best, and the latency/throughput frontier; `--json` lists them 
 from __future__ import annotations
 
 from .. import models
-from ..cli import add_json_flag, emit, positive_number, table
+from ..cli import add_json_flag, emit, number_arg, table
 from .serve_estimate import add_serving_common
 from .train_estimate import whole
 
@@ -15,7 +15,8 @@ from .train_estimate import whole
 def register(sub) -> None:
     p = sub.add_parser("plan-serving", help="best serving configuration for a per-token latency target")
     add_serving_common(p)
-    p.add_argument("--latency-ms", required=True, type=positive_number, help="per-output-token latency target, ms")
+    p.add_argument("--latency-ms", required=True, type=number_arg("s", scale=1e-3),
+                   help="per-output-token latency target in ms (or a time such as '20 ms')")
     p.add_argument("--max-chips", type=whole, default=256, help="largest deployment to consider (default 256)")
     p.add_argument("--top", type=whole, default=5, help="how many configurations to list (default 5)")
     add_json_flag(p)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import hardware, roofline, units
-from ..cli import add_json_flag, emit, positive_number
+from ..cli import add_json_flag, emit, number_arg, positive_number
 
 _DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 
@@ -21,8 +21,8 @@ def register(sub) -> None:
     m.set_defaults(run=run_matmul)
     o = kinds.add_parser("op", help="an op of given FLOPs and HBM bytes")
     o.add_argument("--chip", required=True, help=f"one of: {', '.join(hardware.chip_names())}")
-    o.add_argument("--flops", type=positive_number, required=True)
-    o.add_argument("--bytes", type=positive_number, required=True, help="bytes to and from HBM")
+    o.add_argument("--flops", type=number_arg("FLOP"), required=True, help="FLOPs of the op, e.g. 1e12 or '1 TFLOP'")
+    o.add_argument("--bytes", type=number_arg("B"), required=True, help="bytes to and from HBM, e.g. 1e9 or '1 GB'")
     o.add_argument("--dtype", default="bf16", choices=_DTYPES)
     add_json_flag(o)
     o.set_defaults(run=run_op)

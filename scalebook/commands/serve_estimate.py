@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from .. import models, units
-from ..cli import add_json_flag, emit, positive_number, table
+from ..cli import add_json_flag, emit, number_arg, positive_number, table
 from ..errors import Error
 from .train_estimate import whole
 
@@ -22,14 +22,7 @@ def batch_arg(text: str) -> "int | str":
     return whole(text)
 
 
-def fraction(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        v = float("nan")
-    if not 0 < v <= 1:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text!r}")
-    return v
+fraction = number_arg(high=1.0, words="a fraction in (0, 1]")
 
 
 def add_serving_common(p: argparse.ArgumentParser) -> None:
@@ -55,7 +48,7 @@ def register(sub) -> None:
     p.add_argument("--kv", default="bf16", help="KV cache dtype: bf16, fp16, fp8, int8, int4")
     p.add_argument("--attention", choices=("auto", "heads", "batch"), default="auto",
                    help="how tp splits attention: by kv heads, by sequences (Pope et al.), or auto (default)")
-    p.add_argument("--prefix-hit-rate", type=float, default=0.0, help="fraction of each prompt in a prefix cache")
+    p.add_argument("--prefix-hit-rate", type=number_arg(low_inclusive=True, high=1.0), default=0.0, help="fraction of each prompt in a prefix cache")
     p.add_argument("--usd-per-chip-hour", type=positive_number, default=None,
                    help="price: also report USD per million input and output tokens")
     add_json_flag(p)

@@ -10,20 +10,12 @@ from __future__ import annotations
 import argparse
 
 from .. import models, units
-from ..cli import add_json_flag, emit, positive_number, table
+from ..cli import add_json_flag, emit, positive_number, table, whole_number
 from ..errors import Error
 from ..strategy import POLICY_NAMES, SCHEDULES, Strategy
 
 
-def whole(text: str) -> int:
-    """argparse type: a positive whole number."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
+whole = whole_number  # argparse type: a positive whole number (the shared CLI number parser)
 
 
 def add_common(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,176 @@
+"""Collective costs pinned by hand, written to kill mutants `make mutate` found surviving.
+
+Bytes each device sends, from the ring/all-to-all arguments of Chapter 3, for V = 1 GB over N
+devices: AllGather and ReduceScatter V (N-1)/N, AllReduce twice that, AllToAll V (N-1)/N^2,
+a permute V/N. On an NVLink switch (H100, W = 450 GB/s one way) a ring AllGather takes N-1
+hops and V (N-1)/N / W seconds; an AllToAll or permute goes through the switch in one hop.
+The default hop latency is 1 us.
+"""
+import pytest
+
+from scalebook import Error, collectives as col, topology
+
+V = 1e9
+TPU = topology.slice("tpu-v5e", "4x4")  # axis X: N = 4
+GPU = topology.gpu_node("h100")  # axis X: N = 8, switched
+
+
+@pytest.mark.parametrize("kind, sent", [
+    ("all-gather", 0.75e9), ("reduce-scatter", 0.75e9), ("all-reduce", 1.5e9),
+    ("all-to-all", 0.1875e9), ("collective-permute", 0.25e9),
+])
+def test_bytes_each_device_sends_on_a_ring_of_four(kind, sent):
+    c = col.cost(kind, TPU, axes="X", bytes_=V)
+    assert (c.kind, c.axes, c.group_size, c.array_bytes) == (kind, ("X",), 4, V)
+    assert c.bytes_per_device == pytest.approx(sent, rel=1e-12)
+
+
+@pytest.mark.parametrize("kind, sent, hops", [
+    ("all-gather", 0.875e9, 7), ("reduce-scatter", 0.875e9, 7), ("all-reduce", 1.75e9, 14),
+    ("all-to-all", 0.109375e9, 1), ("collective-permute", 0.125e9, 1),
+])
+def test_an_nvlink_switch_moves_each_devices_bytes_at_w(kind, sent, hops):
+    c = col.cost(kind, GPU, axes="X", bytes_=V)
+    assert c.group_size == 8 and c.hops == hops
+    assert c.bytes_per_device == pytest.approx(sent, rel=1e-12)
+    assert c.bytes_per_link == pytest.approx(sent, rel=1e-12)
+    assert c.bandwidth_seconds == pytest.approx(sent / 450e9, rel=1e-9)
+    assert c.latency_seconds == pytest.approx(hops * 1e-6, rel=1e-9)
+    assert c.seconds == pytest.approx(max(c.bandwidth_seconds, c.latency_seconds), rel=1e-9)
+
+
+def test_on_a_tpu_ring_allreduce_is_two_allgathers_and_reducescatter_one():
+    ag, rs, ar = (col.cost(k, TPU, axes="X", bytes_=V) for k in ("all-gather", "reduce-scatter", "all-reduce"))
+    assert (ag.hops, rs.hops, ar.hops) == (3, 3, 6)  # N - 1 steps each way round a ring of 4
+    assert rs.bandwidth_seconds == pytest.approx(ag.bandwidth_seconds)
+    assert ar.bandwidth_seconds == pytest.approx(2 * ag.bandwidth_seconds)
+    assert ar.bytes_per_link == pytest.approx(2 * ag.bytes_per_link)
+
+
+def test_gathering_over_two_axes_is_one_group_of_sixteen():
+    c = col.cost("all-gather", TPU, axes=["X", "Y"], bytes_=V)
+    assert c.group_size == 16 and c.bytes_per_device == pytest.approx(V * 15 / 16)
+    assert c.hops == 6  # 3 hops along X, then 3 along Y
+
+
+def test_nothing_to_move_costs_nothing():
+    c = col.cost("all-gather", TPU, axes="X", bytes_=0)
+    assert (c.kind, c.axes, c.group_size, c.array_bytes) == ("all-gather", ("X",), 4, 0)
+    assert (c.bytes_per_device, c.bytes_per_link, c.hops, c.seconds) == (0, 0, 0, 0)
+    assert c.bandwidth_seconds == 0 and c.latency_seconds == 0
+
+
+# A TPU v5e link moves 45 GB/s each way. On a 16-chip axis with wraparound (a ring) a collective
+# uses both directions, W = 90 GB/s, and the farthest chip is 16 / 2 = 8 hops away; on an open
+# 4-chip axis (no wraparound) only 45 GB/s counts and the ends are 3 hops apart.
+TORUS = topology.slice("tpu-v5e", "16x16")
+
+
+@pytest.mark.parametrize("kind, seconds, hops", [
+    ("all-gather", 1e9 / 90e9, 8), ("reduce-scatter", 1e9 / 90e9, 8), ("all-reduce", 2e9 / 90e9, 16),
+    ("all-to-all", 1e9 / (4 * 90e9), 8),  # V N_axis / (4 N W): a quarter of V crosses the bisection
+    ("collective-permute", 1e9 / (16 * 45e9), 1),  # V/N to the next chip, one way, one hop
+])
+def test_one_torus_axis_of_sixteen(kind, seconds, hops):
+    c = col.cost(kind, TORUS, axes="X", bytes_=V)
+    assert c.bandwidth_seconds == pytest.approx(seconds, rel=1e-9) and c.hops == hops
+    assert c.bytes_per_link == pytest.approx(seconds * 45e9, rel=1e-9)  # through one link, one way
+
+
+def test_an_all_to_all_over_a_16x16_torus_is_limited_by_one_axis_bisection():
+    c = col.cost("all-to-all", TORUS, axes=["X", "Y"], bytes_=V)
+    assert c.bandwidth_seconds == pytest.approx(1e9 * 16 / (4 * 256 * 90e9), rel=1e-9)
+    assert c.hops == 16
+
+
+def test_an_open_axis_of_four_counts_one_direction():
+    c = col.cost("all-gather", TPU, axes="X", bytes_=V)
+    assert c.bandwidth_seconds == pytest.approx(1e9 / 45e9, rel=1e-9) and c.hops == 3
+    assert c.regime == "bandwidth" and c.latency_seconds == pytest.approx(3e-6)
+
+
+def test_the_notebook_table_shows_what_the_reader_reads():
+    html = col.cost("all-gather", TPU, axes="X", bytes_=V)._repr_html_()
+    rows = [("collective", "AllGather"), ("axes", "X"), ("N", "4"), ("V (array)", "1 GB"),
+            ("sent per device", "750 MB"), ("per link", "1 GB"), ("bandwidth time", "22.2 ms"),
+            ("latency time", "3 µs (3 hops)"), ("time", "<b>22.2 ms</b> (bandwidth-bound)")]
+    assert html == "<table>" + "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>"
+                                       for k, v in rows) + "</table>"
+
+
+def test_a_permute_takes_one_hop_only_around_a_single_ring():
+    assert col.cost("collective-permute", TORUS, axes="X", bytes_=V).hops == 1
+    assert col.cost("collective-permute", TORUS, axes=["X", "Y"], bytes_=V).hops == 16  # 8 + 8
+    assert col.cost("collective-permute", TPU, axes="X", bytes_=V).hops == 3  # open: the wrap crosses 3 links
+
+
+def test_two_gpus_on_nvlink_are_one_hop_apart():
+    assert col.cost("all-gather", topology.gpu_node("h100", "2"), axes="X", bytes_=V).hops == 1
+
+
+def test_a_non_string_kind_or_axis_is_refused_with_the_valid_names():
+    with pytest.raises(Error, match="must be a string; valid: all-gather, reduce-scatter"):
+        col.cost(3, TPU, axes="X", bytes_=V)
+    with pytest.raises(Error, match="list of names.*valid: X, Y"):
+        col.cost("all-gather", TPU, axes=[1], bytes_=V)
+    with pytest.raises(Error, match="AllReduce, AllToAll, ppermute"):
+        col.cost("scatter", TPU, axes="X", bytes_=V)
+
+
+def test_labels_and_aliases_name_the_same_collective():
+    assert [col.label(k) for k in col.KINDS] == ["AllGather", "ReduceScatter", "AllReduce", "AllToAll", "Permute"]
+    assert col.canonical_kind(" All_Gather ") == "all-gather" and col.canonical_kind("ppermute") == "collective-permute"
+
+
+# An H100 cluster of 4 nodes: X = 8 GPUs on NVLink (450 GB/s), Y = 4 nodes on InfiniBand
+# (50 GB/s per GPU). A collective over both runs one stage per network; the IB stage carries
+# V / 8 per GPU (the node's 8 GPUs share the array), and the slower stage sets the time.
+CLUSTER = topology.gpu_cluster("h100", nodes=4)
+
+
+@pytest.mark.parametrize("kind, seconds, w, hops", [
+    ("all-gather", 1e9 * 7 / (8 * 450e9), 450e9, 7 + 3),  # NVLink stage 1.94 ms > IB 0.94 ms
+    ("reduce-scatter", 1e9 * 7 / (8 * 450e9), 450e9, 7 + 3),
+    ("all-reduce", 2e9 * 7 / (8 * 450e9), 450e9, 14 + 6),
+    ("all-to-all", (1e9 / 8) * 3 / (16 * 50e9), 50e9, 1 + 1),  # IB stage 0.47 ms > NVLink 0.24 ms
+    ("collective-permute", (1e9 / 8) / (4 * 50e9), 50e9, 1 + 1),
+])
+def test_a_cluster_collective_is_as_slow_as_its_slowest_network(kind, seconds, w, hops):
+    c = col.cost(kind, CLUSTER, axes=["X", "Y"], bytes_=V)
+    assert c.group_size == 32 and c.hops == hops and isinstance(c.hops, int)
+    assert c.bandwidth_seconds == pytest.approx(seconds, rel=1e-9)
+    assert c.bytes_per_link == pytest.approx(seconds * w, rel=1e-9)
+
+
+def test_hops_are_whole_numbers_on_a_torus():
+    c = col.cost("all-gather", TORUS, axes="X", bytes_=V)
+    assert type(c.hops) is int and f"= {c.hops} hops" in repr(c)
+
+
+def test_an_axis_of_two_chips_still_costs_time():
+    c = col.cost("all-gather", topology.slice("tpu-v5e", "2x4"), axes="X", bytes_=V)
+    assert c.group_size == 2 and c.hops == 1
+    assert c.bandwidth_seconds == pytest.approx(1e9 / 45e9, rel=1e-9)
+
+
+@pytest.mark.parametrize("fn", [col.all_gather, col.reduce_scatter, col.all_reduce, col.all_to_all, col.permute])
+def test_the_named_collectives_pass_the_hop_latency_on(fn):
+    c = fn(TPU, axes="X", bytes_=V, hop_latency_seconds=1e-3)
+    assert c.latency_seconds == pytest.approx(c.hops * 1e-3)
+
+
+def test_repr_reads_as_one_line_of_numbers():
+    assert repr(col.cost("all-gather", TPU, axes=["X", "Y"], bytes_=V)) == (
+        "CollectiveCost(AllGather over XY (N=16): V=1 GB, 938 MB sent per device, 11.1 ms "
+        "(bandwidth; bandwidth 11.1 ms, latency 6 µs = 6 hops))")
+
+
+def test_errors_list_what_is_valid():
+    with pytest.raises(Error, match="valid: all-gather, reduce-scatter, all-reduce, all-to-all"):
+        col.cost("broadcast", TPU, axes="X", bytes_=V)
+    with pytest.raises(Error, match="valid: X, Y"):
+        col.cost("all-gather", TPU, axes="Q", bytes_=V)
+    with pytest.raises(Error, match="valid: X, Y"):
+        col.cost("all-gather", TPU, axes=["X", "X"], bytes_=V)
+    with pytest.raises(Error, match="Topology"):
+        col.cost("all-gather", "tpu-v5e", axes="X", bytes_=V)
