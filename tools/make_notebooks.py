@@ -181,8 +181,12 @@ def format_glued(text: str, spec: str) -> str:
     return format(value, spec)
 
 
+_INSTALL = re.compile(r"(```\{code-cell\}[^\n]*\n:tags: \[remove-cell\]\n)((?:(?!\n```).)*?google\.colab(?:(?!\n```).)*)(\n```)", re.S)
+
+
 def _fingerprint(md_path: Path) -> str:
-    h = hashlib.sha256(md_path.read_bytes())
+    """Changes when the page (apart from its install cell) or the package changes."""
+    h = hashlib.sha256(_INSTALL.sub("", md_path.read_text(encoding="utf-8"), count=1).encode())
     for p in sorted((ROOT / "scalebook").rglob("*")):
         if p.suffix in (".py", ".json"):
             h.update(p.relative_to(ROOT).as_posix().encode() + p.read_bytes())
@@ -407,8 +411,7 @@ def render(md_path: Path, glued: dict[str, str] | None = None) -> str:
 def write_install_cell(md_path: Path) -> bool:
     """Put the canonical install cell into the MyST source; True when it changed."""
     text = md_path.read_text(encoding="utf-8")
-    pattern = re.compile(r"(```\{code-cell\}[^\n]*\n:tags: \[remove-cell\]\n)(.*?google\.colab.*?)(\n```)", re.S)
-    m = pattern.search(text)
+    m = _INSTALL.search(text)
     if not m:
         raise SystemExit(f"{md_path}: no install cell (a remove-cell code cell that checks google.colab)")
     new = text[:m.start(2)] + install_cell_source() + text[m.end(2):]
