@@ -56,14 +56,20 @@ def test_colab_notebook_reads_like_the_book(md):
                  for k in keys.split(",")}
     assert not {n for n in glue_names if re.search(rf"\b{re.escape(n)}\b", prose)}, "glue names in the prose"
     assert not {k for k in cite_keys if k in prose}, "raw citation keys in the prose"
-    assert not re.search(r"\{[\w:-]+\}`", prose), "a MyST role in the prose"
+    assert not re.search(r"\{[a-z][\w:-]*\}`", prose), "a MyST role in the prose"
+    assert "# Colab only" not in prose, "a link titled with a code comment instead of the page's heading"
     assert not re.search(r"(?m)^\s*(>\s*)*[`:]{3,}\{", prose), "a MyST directive in the prose"
-    assert "```" not in prose, "a code fence in the prose (a problem statement rendered as code)"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            fences = [line.strip() for line in cell.source.splitlines() if line.strip().startswith("```")]
+            openers = fences[::2]  # fences alternate: open, close
+            assert all(len(f) > 3 for f in openers), f"a fence without a language (a problem statement as code?): {cell.source[:120]!r}"
+            assert not (cell.source.startswith("**Problem") and fences), f"a problem statement in a code fence: {cell.source[:120]!r}"
     for cell in nb.cells:
         if cell.cell_type == "code" and "remove-cell" in cell.metadata.get("tags", []) and "google.colab" not in cell.source:
             assert cell.source.startswith("%%capture\n"), f"a hidden cell that may print: {cell.source[:80]!r}"
         if cell.cell_type == "code":
-            assert not re.search(r"(?m)^answer\s*=\s*(?!None\b)", cell.source), f"a solution's code: {cell.source[:80]!r}"
+            assert not re.search(r"(?m)^answer\s*=(?!\s*None\b)", cell.source), f"a solution's code: {cell.source[:80]!r}"
     text = "\n".join(c.source for c in nb.cells)
     leaked = [line for line in _solution_lines(md) if line in text]
     assert not leaked, f"solution prose in the student notebook: {leaked[:2]}"

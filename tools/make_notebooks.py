@@ -267,7 +267,8 @@ class _Page:
 def _title(md: Path) -> str | None:
     if not md.exists():
         return None
-    m = re.search(r"(?m)^# (.+)$", md.read_text(encoding="utf-8"))
+    prose = re.sub(r"(?ms)^```.*?^```", "", md.read_text(encoding="utf-8"))  # not a comment in a code cell
+    m = re.search(r"(?m)^# (.+)$", prose)
     return m.group(1).strip() if m else None
 
 
@@ -442,9 +443,18 @@ def main(argv: list[str] | None = None) -> int:
             print("stale notebooks (run `make notebooks`): " + ", ".join(stale), file=sys.stderr)
             return 1
         return 0
+    failed = []
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for rel in pool.map(_build_one, map(str, pages)):
-            print(f"wrote {Path(rel).with_suffix('.ipynb')}")
+        futures = {pool.submit(_build_one, str(md)): md for md in pages}
+        for future, md in futures.items():
+            try:
+                print(f"wrote {Path(future.result()).with_suffix('.ipynb')}", flush=True)
+            except Exception as e:  # one page failing to run should not stop the others
+                failed.append(md.relative_to(ROOT).as_posix())
+                print(f"FAILED {failed[-1]}: {str(e)[-1500:]}", file=sys.stderr, flush=True)
+    if failed:
+        print("pages that did not run (their notebooks were not written): " + ", ".join(failed), file=sys.stderr)
+        return 1
     return 0
 
 
