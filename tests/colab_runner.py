@@ -35,10 +35,11 @@ def outputs_text(cell) -> str:
 
 
 def run(workdir: Path, path: Path) -> dict:
-    target = workdir / path.name
+    target = workdir / f"{path.parent.name}-{path.name}"  # chapters/ and exercises/ share stems
     shutil.copyfile(path, target)
     nb = nbformat.read(target, as_version=4)
-    log = workdir / (path.stem + ".glue.jsonl")
+    log = target.with_suffix(".glue.jsonl")
+    log.unlink(missing_ok=True)
     os.environ["SCALEBOOK_GLUE_LOG"] = str(log)
     t0 = time.perf_counter()
     error = None
