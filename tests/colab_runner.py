@@ -49,6 +49,10 @@ def run(workdir: Path, path: Path) -> dict:
     except Exception as e:  # the test reports which notebook failed and why
         error = f"{type(e).__name__}: {str(e)[-2000:]}"
     seconds = time.perf_counter() - t0
+    # `%%capture` shows a hidden cell's exception but lets the run go on: count it as a failure.
+    raised = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    if error is None and raised:
+        error = f"{raised[0].get('ename')}: {raised[0].get('evalue')}"
     glued = []
     if log.exists():
         glued = sorted({json.loads(line)["name"] for line in log.read_text().splitlines()})

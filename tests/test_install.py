@@ -125,7 +125,8 @@ def _check(results: dict, name: str) -> None:
     noisy = [h for h in r["hidden"] if h["output"].strip() and not h["install"]]
     assert not noisy, f"{name}: hidden cells printed {noisy[:2]}"
     install = [h for h in r["hidden"] if h["install"]]
-    assert len(install) == 1 and "restart" not in install[0]["output"], f"{name}: {install}"
+    # pip's own "you may need to restart" note may follow a first install; the upgrade message may not.
+    assert len(install) == 1 and "JAX upgraded" not in install[0]["output"], f"{name}: {install}"
     nb = json.loads((ROOT / name).read_text())
     missing = set(nb["metadata"]["scalebook"]["glued"]) - set(r["glued"])
     assert not missing, f"{name}: the prose shows values the notebook no longer glues: {sorted(missing)[:5]}"
