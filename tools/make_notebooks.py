@@ -355,7 +355,7 @@ def convert(md_path: Path, glued: dict[str, str]) -> nbformat.NotebookNode:
     site_page = f"{site_url()}/{md_path.relative_to(ROOT).with_suffix('.html').as_posix()}"
     cells = [nbformat.v4.new_markdown_cell(
         f"*Generated from [`{rel}`]({repository_url()}/blob/main/{rel}) of the scalebook textbook: "
-        f"run it top to bottom. The [book's page]({site_page}) shows the same text with its figures "
+        f"run it top to bottom. The [book's page]({site_page}) shows the same text with its outputs "
         "and worked solutions.*")]
     page = _Page(md_path, glued)
     state: dict = {}
