@@ -7,18 +7,22 @@ hardware specs (`hardware`), rooflines (`roofline`), chip topologies (`topology`
 figures (`plots`) and self-checked problems (`exercises`).
 
 `import scalebook` loads only the light core; other submodules load on first attribute access
-(`scalebook.collectives`), and jax and matplotlib only when a function needs them.
+(`scalebook.collectives`), and jax and matplotlib only when a function needs them. When one of
+those optional packages is missing, the ImportError names the extra that installs it
+(`pip install 'scalebook[jax]'`). `dir(scalebook)` lists the public names only.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import sys
 
 from . import hardware, roofline, units
 from .errors import Error
 from .hardware import Chip, chip, chip_names, chips
 from .units import format_quantity, parse_quantity
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one version source (pyproject.toml reads it)
 
 _LAZY = ("topology", "collectives", "sharding", "models", "transformer", "strategy", "step", "training",
          "planner", "inference", "serving", "xla", "measure", "plots",
@@ -30,6 +34,36 @@ __all__ = [
     "Error", "Chip", "chip", "chip_names", "chips", "format_quantity", "parse_quantity",
     "hardware", "roofline", "units", "__version__", *_LAZY,
 ]
+
+
+# Optional dependencies and the extra (pyproject.toml) that installs each.
+_EXTRAS = {"jax": "jax", "jaxlib": "jax", "matplotlib": "plot", "nbclient": "grade", "nbformat": "grade",
+           "jupytext": "grade", "ipykernel": "grade"}
+
+
+class _ExtraHint(importlib.abc.MetaPathFinder):
+    """Last on `sys.meta_path`: reached only when no installed package matched. For an optional
+    dependency imported by scalebook's own code, raise ModuleNotFoundError naming the extra."""
+
+    def find_spec(self, name, path=None, target=None):
+        top = name.partition(".")[0]
+        if top not in _EXTRAS:
+            return None
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+            frame = frame.f_back
+        if frame is None or not str(frame.f_globals.get("__name__", "")).startswith("scalebook"):
+            return None
+        raise ModuleNotFoundError(f"No module named {top!r}: this part of scalebook needs it; "
+                                  f"install it with pip install 'scalebook[{_EXTRAS[top]}]'", name=top)
+
+
+if not any(isinstance(f, _ExtraHint) for f in sys.meta_path):
+    sys.meta_path.append(_ExtraHint())
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def __getattr__(name: str):

@@ -1,11 +1,16 @@
 """Helpers for the book's notebooks: glue numbers into the prose, in Jupyter Book or in Colab.
 
 `glue(name, value)` hands the value to myst-nb so that `` {glue:text}`name` `` in the
-Markdown shows it. Where myst-nb is absent (Colab, plain Jupyter) it prints `name = value`
-instead, so a reader of the generated notebook still sees every number the prose quotes.
+Markdown shows it. Where myst-nb is absent (Colab, plain Jupyter) it is silent: the generated
+notebook's prose already shows the value the book computed (`tools/make_notebooks.py`), and
+the cells a reader runs show their own results. With the environment variable
+`SCALEBOOK_GLUE_LOG` set to a file, every glued value is also appended to it as a JSON line
+`{"name": ..., "text": repr(value)}`; the notebook generator and the install test read it.
 """
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
 from . import units
@@ -35,10 +40,13 @@ def glue(name: str, value: Any, unit: str | None = None, digits: int = 3) -> Any
         value = fmt(value, unit, digits)
     elif isinstance(value, str) and not isinstance(value, Text):
         value = Text(value)
+    log = os.environ.get("SCALEBOOK_GLUE_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"name": name, "text": repr(value)}) + "\n")
     try:
         from myst_nb import glue as _glue
     except ImportError:
-        print(f"{name} = {value}")
         return value
     _glue(name, value, display=False)
     return value

@@ -1,18 +1,40 @@
 #!/usr/bin/env python3
 """Generate the Colab notebooks (`.ipynb`) from the book's MyST sources (`.md`).
 
-    python tools/make_notebooks.py            # write chapters/*.ipynb and exercises/*.ipynb
+    python tools/make_notebooks.py            # execute each page once, write chapters/*.ipynb and exercises/*.ipynb
     python tools/make_notebooks.py --check    # exit 1 if any committed notebook is stale
 
-A generated notebook is what a reader opens in Colab: plain Markdown instead of MyST
-directives and roles, no solutions, no outputs, the install cell kept. The `.md` is the
-source that people edit; the `.ipynb` beside it is never edited by hand (TOOLCHAIN.md, notes 2-4).
+A generated notebook is what a reader opens in Colab, and it reads like the book's page:
+
+- each `` {glue:text}`name` `` shows the value the page computes (the generator executes the page
+  once, with its solutions, and records every glued value; the values used are kept in the
+  notebook's metadata, `scalebook.glued`, so `--check` needs no execution);
+- citations read "(Williams et al., 2009)" and link to the site's references page; `{doc}` links
+  go to the site's page; admonitions become block quotes, `{math}` becomes `$...$`;
+- problem statements stay as Markdown with their `answer = None` and `check` cells; solutions are
+  dropped; outputs are dropped;
+- hidden (`remove-cell`) code cells start with `%%capture`, so they print nothing; the install
+  cell is the exception (it must be able to tell the reader to restart the runtime);
+- the install cell is written here (`install_cell_source`): the repository URL comes from
+  `_config.yml` and the oldest supported JAX from `pyproject.toml`; `make notebooks` also writes
+  it into the `.md` sources, so both stay the same (TOOLCHAIN.md, notes 2-4).
+
+The notebook's metadata says which page it is: `{"scalebook": {"page": "01-rooflines",
+"kind": "chapter" | "problems"}}`. The `.md` is the source that people edit; the `.ipynb`
+beside it is never edited by hand.
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
+import json
+import os
 import re
 import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
 from pathlib import Path
 
 import jupytext
@@ -20,28 +42,238 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("chapters", "exercises")
-REPO = "scalebook/scalebook"
+KINDS = {"chapters": "chapter", "exercises": "problems"}
+CACHE = "build/glue"  # glued values per page, keyed by a hash of the page and the package
 
 _FENCE = re.compile(r"^(?P<ticks>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
 _ROLE = re.compile(r"\{(?P<role>[\w:-]+)\}`(?P<body>[^`]*)`")
+_OPTION = re.compile(r"^:[\w-]+:")
+_CAPTURE = "%%capture\n"
 
 
-def _role(m: re.Match) -> str:
-    role, body = m.group("role"), m.group("body")
-    if role.startswith("glue"):
-        return f"`{body.split(':')[0]}`"
-    if role.startswith("cite"):
-        return "[" + body + "]"
-    if role == "math":
-        return f"${body}$"
-    if role == "eq":
-        return f"({body})"
-    label = re.match(r"^(.*?)\s*<([^>]*)>$", body)
-    return label.group(1) if label else body
+# ---------------------------------------------------------------- one place for URLs and versions
+
+def _config() -> dict:
+    import yaml
+
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 
 
-def _markdown(text: str, state: dict) -> str | None:
-    """Rewrite one Markdown cell; returns None when nothing remains. `state` tracks solutions."""
+def repository_url() -> str:
+    """The repository URL (`_config.yml`, `repository.url`): launch buttons and the install cell."""
+    return _config()["repository"]["url"].rstrip("/")
+
+
+def site_url() -> str:
+    """The published site: `html.baseurl` in `_config.yml`, else GitHub Pages of the repository."""
+    base = (_config().get("html") or {}).get("baseurl")
+    if base:
+        return base.rstrip("/")
+    m = re.match(r"^https://github\.com/([^/]+)/([^/]+)$", repository_url())
+    if not m:
+        raise SystemExit("_config.yml: set html.baseurl (the repository is not on GitHub)")
+    return f"https://{m.group(1)}.github.io/{m.group(2)}"
+
+
+def min_jax() -> tuple[int, ...]:
+    """The oldest JAX the package supports: the `jax>=X.Y.Z` of the `[jax]` extra in pyproject.toml."""
+    import tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["jax"]
+    (spec,) = [s for s in extra if s.startswith("jax>=")]
+    return tuple(int(n) for n in spec.removeprefix("jax>=").split("."))
+
+
+def install_cell_source() -> str:
+    """The first code cell of every page (hidden in the book, run in Colab)."""
+    v = min_jax()
+    dotted = ".".join(map(str, v))
+    return f'''\
+# Colab only: install scalebook, and upgrade JAX when the runtime's is older than {dotted}.
+# Anywhere else (the book build, your own Jupyter) this cell does nothing.
+import sys
+if "google.colab" in sys.modules:
+    import os, re
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        jax_version = tuple(int(n) for n in re.findall(r"\\d+", version("jax"))[:3])
+    except PackageNotFoundError:
+        jax_version = None
+    try:
+        import scalebook
+        ready = jax_version is not None and jax_version >= {v!r}
+    except ImportError:
+        ready = False
+    if not ready:
+        source = os.environ.get("SCALEBOOK_SOURCE", "git+{repository_url()}")
+        get_ipython().run_line_magic("pip", f"install -q 'scalebook[jax,plot] @ {{source}}'")
+        if jax_version is not None and jax_version < {v!r}:
+            print("JAX upgraded to {dotted} or newer: restart the runtime (Runtime > Restart session), then run all cells.")'''
+
+
+def is_install_cell(cell) -> bool:
+    return cell.cell_type == "code" and "google.colab" in cell.source
+
+
+# ---------------------------------------------------------------- citations
+
+@lru_cache(maxsize=1)
+def bibliography() -> dict[str, str]:
+    """Author-year labels from book/references.bib: key -> "Williams et al., 2009"."""
+    text = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    out = {}
+    for entry in re.split(r"(?m)^@", text)[1:]:
+        key = re.match(r"\w+\s*\{\s*([^,\s]+)\s*,", entry)
+        if not key:
+            continue
+        fields = {m.group(1).lower(): m.group(2) for m in
+                  re.finditer(r"(?m)^\s*(\w+)\s*=\s*[{\"](.*?)[}\"]\s*,?\s*$", entry)}
+        out[key.group(1)] = _author_year(fields.get("author", ""), fields.get("year", "n.d."))
+    return out
+
+
+def _surname(author: str) -> str:
+    author = author.strip()
+    if author.startswith("{") and author.endswith("}"):
+        return author[1:-1]  # a corporate author: {Google Cloud}
+    name = author.split(",")[0] if "," in author else author.split()[-1]
+    return name.replace("{", "").replace("}", "")
+
+
+def _author_year(authors: str, year: str) -> str:
+    names = [_surname(a) for a in re.split(r"\s+and\s+", authors) if a.strip()] or ["Anonymous"]
+    if len(names) == 1:
+        who = names[0]
+    elif len(names) == 2:
+        who = f"{names[0]} and {names[1]}"
+    else:
+        who = f"{names[0]} et al."
+    return f"{who}, {year}"
+
+
+def _cite(keys: str) -> str:
+    bib = bibliography()
+    parts = []
+    for key in (k.strip() for k in keys.split(",")):
+        if key not in bib:
+            raise SystemExit(f"{{cite}}`{key}`: no such key in book/references.bib")
+        parts.append(f"[{bib[key]}]({site_url()}/book/references.html)")
+    return "(" + "; ".join(parts) + ")"
+
+
+# ---------------------------------------------------------------- glue values
+
+def format_glued(text: str, spec: str) -> str:
+    """What myst-nb's `{glue:text}` shows for a value whose text/plain is `text` (myst_nb.core.variables)."""
+    try:
+        value = ast.literal_eval(text)
+    except (SyntaxError, ValueError):
+        value = text
+    if spec == "":
+        return str(value)
+    kind = spec[-1]
+    if kind == "s":
+        value = str(value)
+    elif kind in "bcdoxX":
+        value = int(value)
+    elif kind in "eEfFgGn%":
+        value = float(value)
+    return format(value, spec)
+
+
+_INSTALL = re.compile(r"(```\{code-cell\}[^\n]*\n:tags: \[remove-cell\]\n)((?:(?!\n```).)*?google\.colab(?:(?!\n```).)*)(\n```)", re.S)
+
+
+def _fingerprint(md_path: Path) -> str:
+    """Changes when the page (apart from its install cell) or the package changes."""
+    h = hashlib.sha256(_INSTALL.sub("", md_path.read_text(encoding="utf-8"), count=1).encode())
+    for p in sorted((ROOT / "scalebook").rglob("*")):
+        if p.suffix in (".py", ".json"):
+            h.update(p.relative_to(ROOT).as_posix().encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def execute_for_glue(md_path: Path) -> dict[str, str]:
+    """Run the page (with its solutions) once and return every glued value as text/plain."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import run_notebook
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "glue.jsonl"
+        run_notebook.execute(md_path, env={"SCALEBOOK_GLUE_LOG": str(log), "PYTHONPATH": str(ROOT)})
+        return read_glue_log(log)
+
+
+def read_glue_log(log: Path) -> dict[str, str]:
+    """The {name: text} a run wrote through `scalebook.notebook.glue` (the last value wins)."""
+    values = {}
+    if log.exists():
+        for line in log.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            values[rec["name"]] = rec["text"]
+    return values
+
+
+def glued_values(md_path: Path) -> dict[str, str]:
+    """The page's glued values, from the cache when the page and the package are unchanged."""
+    cache = ROOT / CACHE / (md_path.parent.name + "-" + md_path.stem + ".json")
+    key = _fingerprint(md_path)
+    if cache.exists():
+        data = json.loads(cache.read_text())
+        if data.get("fingerprint") == key:
+            return data["values"]
+    values = execute_for_glue(md_path)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"fingerprint": key, "values": values}, indent=1, sort_keys=True))
+    return values
+
+
+# ---------------------------------------------------------------- Markdown
+
+class _Page:
+    """What a role needs to know: the page's location and its glued values."""
+
+    def __init__(self, md_path: Path, glued: dict[str, str]):
+        self.md_path, self.glued, self.used = md_path, glued, {}
+
+    def role(self, m: re.Match) -> str:
+        role, body = m.group("role"), m.group("body")
+        if role.startswith("glue"):
+            name, _, spec = body.partition(":")
+            if name not in self.glued:
+                raise SystemExit(f"{self.md_path.name}: {{glue:text}}`{name}` was not glued when the page ran")
+            self.used[name] = self.glued[name]
+            return format_glued(self.glued[name], spec)
+        if role.startswith("cite"):
+            return _cite(body)
+        if role == "math":
+            return f"${body}$"
+        if role == "eq":
+            return f"({body})"
+        label = re.match(r"^(.*?)\s*<([^>]*)>$", body)
+        text, target = (label.group(1), label.group(2)) if label else (body, body)
+        if role == "doc":
+            page = (self.md_path.parent / target).resolve()
+            try:
+                rel = page.relative_to(ROOT.resolve()).as_posix()
+            except ValueError:
+                return text
+            if not label:
+                text = _title(page.with_suffix(".md")) or text
+            return f"[{text}]({site_url()}/{rel}.html)"
+        return text
+
+
+def _title(md: Path) -> str | None:
+    if not md.exists():
+        return None
+    prose = re.sub(r"(?ms)^```.*?^```", "", md.read_text(encoding="utf-8"))  # not a comment in a code cell
+    m = re.search(r"(?m)^# (.+)$", prose)
+    return m.group(1).strip() if m else None
+
+
+def _markdown(text: str, state: dict, page: _Page) -> str | None:
+    """Rewrite one Markdown cell; returns None when nothing remains. `state` carries across cells."""
     out: list[str] = []
     stack: list[tuple[str, str]] = []  # (closing fence, kind)
     for line in text.splitlines():
@@ -53,6 +285,9 @@ def _markdown(text: str, state: dict) -> str | None:
                 state["skip_close"] = m.group("ticks")
             continue
         if state.get("skip_close"):
+            # A directive whose body is dropped: skip its options, then its closing fence.
+            if _OPTION.match(stripped) and not stripped.startswith(":::"):
+                continue
             if stripped == state["skip_close"]:
                 state["skip_close"] = None
                 continue
@@ -68,11 +303,11 @@ def _markdown(text: str, state: dict) -> str | None:
             if name == "exercise-start":
                 state["problem"] = state.get("problem", 0) + 1
                 # Titles that start with the problem's id ("1.3 · Critical batch") keep it.
+                arg = _ROLE.sub(page.role, arg)
                 title = (f"**Problem {arg}**" if re.match(r"^\d+\.\d+\b", arg)
                          else f"**Problem {state['problem']}" + (f": {arg}" if arg else "") + "**")
-                out.append(title)
+                out.extend([title, ""])
                 state["skip_close"] = ticks
-                state["skip_options"] = True
                 continue
             if name in ("solution", "glue:figure", "figure", "code-cell"):
                 stack.append((ticks, "drop"))
@@ -82,28 +317,24 @@ def _markdown(text: str, state: dict) -> str | None:
                 stack.append((ticks, "math"))
                 continue
             head = arg if name == "admonition" else (name.capitalize() + (f": {arg}" if arg else ""))
-            out.append(f"> **{_ROLE.sub(_role, head)}**")
+            out.append(f"> **{_ROLE.sub(page.role, head)}**")
             out.append(">")
             stack.append((ticks, "quote"))
             continue
-        if state.get("skip_options"):
-            if stripped.startswith(":") and not stripped.startswith(":::"):
-                continue
-            state["skip_options"] = False
         if stack and stripped == stack[-1][0]:
             kind = stack.pop()[1]
             if kind == "math":
                 out.append("$$")
             continue
-        if stack and stripped.startswith(":") and re.match(r"^:[\w-]+:", stripped):
+        if stack and _OPTION.match(stripped):
             continue  # directive options
         if re.match(r"^\([\w.-]+\)=\s*$", stripped):
             continue  # MyST target labels
         if stack and any(k == "drop" for _, k in stack):
             continue
-        line = _ROLE.sub(_role, line)
+        line = _ROLE.sub(page.role, line)
         depth = sum(1 for _, k in stack if k == "quote")
-        out.append(("> " * depth + line) if depth else line)
+        out.append(("> " * depth + line).rstrip() if depth else line)
     while out and not out[-1].strip():
         out.pop()
     while out and not out[0].strip():
@@ -111,25 +342,38 @@ def _markdown(text: str, state: dict) -> str | None:
     return "\n".join(out) if out else None
 
 
-def convert(md_path: Path) -> nbformat.NotebookNode:
-    """The Colab notebook for one MyST source."""
+# ---------------------------------------------------------------- notebooks
+
+def page_name(md_path: Path) -> str:
+    return md_path.stem
+
+
+def convert(md_path: Path, glued: dict[str, str]) -> nbformat.NotebookNode:
+    """The Colab notebook for one MyST source, with `glued` values ({name: text/plain}) in its prose."""
     src = jupytext.read(md_path, fmt="md:myst")
     rel = md_path.relative_to(ROOT).as_posix()
+    site_page = f"{site_url()}/{md_path.relative_to(ROOT).with_suffix('.html').as_posix()}"
     cells = [nbformat.v4.new_markdown_cell(
-        f"*Generated from [`{rel}`](https://github.com/{REPO}/blob/main/{rel}) of the scalebook "
-        "textbook: run it top to bottom. The book's site shows the same page with its figures, "
-        "glued numbers and worked solutions.*")]
+        f"*Generated from [`{rel}`]({repository_url()}/blob/main/{rel}) of the scalebook textbook: "
+        f"run it top to bottom. The [book's page]({site_page}) shows the same text with its outputs "
+        "and worked solutions.*")]
+    page = _Page(md_path, glued)
     state: dict = {}
     for cell in src.cells:
         if cell.cell_type == "markdown":
-            text = _markdown(cell.source, state)
+            text = _markdown(cell.source, state, page)
             if text:
                 cells.append(nbformat.v4.new_markdown_cell(text))
         elif cell.cell_type == "code":
             if state.get("in_solution"):
                 continue
             tags = [t for t in cell.metadata.get("tags", []) if t in ("remove-cell", "hide-input", "hide-output", "remove-input")]
-            new = nbformat.v4.new_code_cell(cell.source)
+            source = cell.source
+            if is_install_cell(cell):
+                source = install_cell_source()
+            elif "remove-cell" in tags and not source.startswith("%%capture"):
+                source = _CAPTURE + source
+            new = nbformat.v4.new_code_cell(source)
             if tags:
                 new.metadata["tags"] = tags
             cells.append(new)
@@ -138,6 +382,8 @@ def convert(md_path: Path) -> nbformat.NotebookNode:
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
         "colab": {"provenance": []},
+        "scalebook": {"page": page_name(md_path), "kind": KINDS.get(md_path.parent.name, "chapter"),
+                      "glued": dict(sorted(page.used.items()))},
     }
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"c{i:03d}"
@@ -148,26 +394,66 @@ def sources() -> list[Path]:
     return sorted(p for d in SOURCES for p in (ROOT / d).glob("*.md"))
 
 
-def render(md_path: Path) -> str:
-    return nbformat.writes(convert(md_path), version=4) + "\n"
+def committed_glued(md_path: Path) -> dict[str, str]:
+    """The glued values recorded in the committed notebook (empty when there is none)."""
+    nb_path = md_path.with_suffix(".ipynb")
+    if not nb_path.exists():
+        return {}
+    meta = json.loads(nb_path.read_text(encoding="utf-8")).get("metadata", {})
+    return meta.get("scalebook", {}).get("glued", {})
+
+
+def render(md_path: Path, glued: dict[str, str] | None = None) -> str:
+    """The notebook's text; without `glued`, with the values recorded in the committed notebook."""
+    return nbformat.writes(convert(md_path, committed_glued(md_path) if glued is None else glued),
+                           version=4) + "\n"
+
+
+def write_install_cell(md_path: Path) -> bool:
+    """Put the canonical install cell into the MyST source; True when it changed."""
+    text = md_path.read_text(encoding="utf-8")
+    m = _INSTALL.search(text)
+    if not m:
+        raise SystemExit(f"{md_path}: no install cell (a remove-cell code cell that checks google.colab)")
+    new = text[:m.start(2)] + install_cell_source() + text[m.end(2):]
+    if new != text:
+        md_path.write_text(new, encoding="utf-8")
+    return new != text
+
+
+def _build_one(md: str) -> str:
+    md_path = Path(md)
+    write_install_cell(md_path)
+    md_path.with_suffix(".ipynb").write_text(render(md_path, glued_values(md_path)), encoding="utf-8")
+    return md_path.relative_to(ROOT).as_posix()
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="fail if a committed notebook is stale")
+    ap.add_argument("--check", action="store_true", help="fail if a committed notebook is stale (executes nothing)")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "2")), help="pages executed at once")
+    ap.add_argument("pages", nargs="*", type=Path, help="only these .md sources (default: all)")
     args = ap.parse_args(argv)
-    stale = []
-    for md in sources():
-        nb_path = md.with_suffix(".ipynb")
-        text = render(md)
-        if args.check:
-            if not nb_path.exists() or nb_path.read_text(encoding="utf-8") != text:
-                stale.append(nb_path.relative_to(ROOT).as_posix())
-        else:
-            nb_path.write_text(text, encoding="utf-8")
-            print(f"wrote {nb_path.relative_to(ROOT)}")
-    if stale:
-        print("stale notebooks (run `make notebooks`): " + ", ".join(stale), file=sys.stderr)
+    pages = [p.resolve() for p in args.pages] or sources()
+    if args.check:
+        stale = [md.relative_to(ROOT).as_posix() for md in pages
+                 if not md.with_suffix(".ipynb").exists()
+                 or md.with_suffix(".ipynb").read_text(encoding="utf-8") != render(md)]
+        if stale:
+            print("stale notebooks (run `make notebooks`): " + ", ".join(stale), file=sys.stderr)
+            return 1
+        return 0
+    failed = []
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {pool.submit(_build_one, str(md)): md for md in pages}
+        for future, md in futures.items():
+            try:
+                print(f"wrote {Path(future.result()).with_suffix('.ipynb')}", flush=True)
+            except Exception as e:  # one page failing to run should not stop the others
+                failed.append(md.relative_to(ROOT).as_posix())
+                print(f"FAILED {failed[-1]}: {str(e)[-1500:]}", file=sys.stderr, flush=True)
+    if failed:
+        print("pages that did not run (their notebooks were not written): " + ", ".join(failed), file=sys.stderr)
         return 1
     return 0
 
