@@ -174,3 +174,26 @@ def test_errors_list_what_is_valid():
         col.cost("all-gather", TPU, axes=["X", "X"], bytes_=V)
     with pytest.raises(Error, match="Topology"):
         col.cost("all-gather", "tpu-v5e", axes="X", bytes_=V)
+
+
+@pytest.mark.parametrize("topo, axes, seconds, hops", [
+    # one H100 node as a "cluster": the InfiniBand axis of one node adds nothing
+    (topology.gpu_cluster("h100", nodes=1), ["X", "Y"], 1e9 * 7 / (8 * 450e9), 7),
+    # an axis of one chip adds neither bandwidth nor hops: 4 chips on one open ICI axis
+    (topology.slice("tpu-v5e", "4x1"), ["X", "Y"], 1e9 / 45e9, 3),
+    # four single-chip slices over DCN (3.125 GB/s per chip): V (N-1)/N / W, N - 1 hops
+    (topology.multislice("tpu-v5e", "1x1", slices=4), ["X", "Y", "D"], 1e9 * 3 / (4 * 3.125e9), 3),
+])
+def test_axes_of_size_one_add_nothing(topo, axes, seconds, hops):
+    c = col.cost("all-gather", topo, axes=axes, bytes_=V)
+    assert c.bandwidth_seconds == pytest.approx(seconds, rel=1e-9) and c.hops == hops
+
+
+def test_axes_may_have_long_names():
+    topo = topology.slice("tpu-v5e", "4x4", names=["data", "model"])
+    c = col.cost("all-gather", topo, axes="data", bytes_=V)
+    assert c.axes == ("data",) and c.group_size == 4
+
+
+def test_kind_names_may_be_written_with_spaces():
+    assert col.canonical_kind("All Gather") == "all-gather" and col.canonical_kind("all to all") == "all-to-all"
