@@ -463,7 +463,7 @@ def dense_flops_per_s(spec_sheet_flops_per_s: float, *, pattern: str = "2:4") ->
     core skips the 2 zero weights of every 4, so the quoted figure is twice the dense one, which
     is what a dense matmul can reach. Raises `Error` for an unknown pattern or a negative figure.
     """
-    if pattern not in SPARSITY_PATTERNS:
+    if not isinstance(pattern, str) or pattern not in SPARSITY_PATTERNS:
         raise Error(f"unknown sparsity pattern {pattern!r}; valid: {', '.join(SPARSITY_PATTERNS)}")
     require_non_negative(spec_sheet_flops_per_s=spec_sheet_flops_per_s)
     kept, group = SPARSITY_PATTERNS[pattern]

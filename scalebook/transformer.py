@@ -778,7 +778,9 @@ def flash_attention_cost(model: Transformer, *, batch: int, seq_len: int, causal
     per block of queries, which lowers the intensity towards the query block size.
     `probabilities_bytes` is the B N T^2 b matrix P that a non-fused kernel would keep instead.
     """
-    require_positive(seq_len=seq_len, batch=batch)
+    model = _as_model(model)
+    batch, seq_len = _integer("batch", batch), _integer("seq_len", seq_len)
+    _instance("causal", causal, bool)
     _require_standard_attention(model, "flash_attention_cost")
     N, K, H = model.heads, model.kv_heads, model.head_dim
     b, c = units.dtype_bytes(dtype), 4
@@ -841,7 +843,9 @@ def mfu_from_chip_hours(model: Transformer, *, tokens: float, chip_hours: float,
     """
     from .hardware import chip as _chip  # hardware does not import transformer: no cycle
 
+    model = _as_model(model)
     require_positive(tokens=tokens, chip_hours=chip_hours)
+    seq_len = _integer("seq_len", seq_len, minimum=0)
     c = _chip(chip)
     return ReportedMfu(model_name=model.name, chip=c.name, tokens=float(tokens), chip_hours=float(chip_hours),
                        peak_flops_per_s=c.peak_flops_per_s(c.compute_dtype(dtype)),
