@@ -32,12 +32,13 @@ On CPU it also gathers A when the output is replicated, even where reducing woul
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from . import collectives, roofline, units
-from .errors import Error
+from .errors import Error, _show
 from .hardware import Chip, chip as _chip
 from .topology import Topology, for_mesh
 
@@ -85,7 +86,21 @@ class MatmulSpec:
         return s + (f" -> {self.out}" if self.out is not None else "")
 
 
+def _axis_names(name: str, axes: object) -> tuple[str, ...]:
+    """`axes` checked: a tuple or list of mesh axis names (a letter, then letters/digits)."""
+    if not isinstance(axes, (tuple, list)):
+        raise Error(f"{name} must be a tuple of mesh axis names, e.g. ('X', 'Y'), got {_show(axes)} "
+                    f"({type(axes).__name__})")
+    for a in axes:
+        if not isinstance(a, str) or not re.fullmatch(_NAME, a):
+            raise Error(f"{name} must hold mesh axis names (a letter, then letters or digits), got {_show(a)} "
+                        f"in {_show(axes)}")
+    return tuple(axes)
+
+
 def format_axes(axes: tuple[str, ...]) -> str:
+    """('X', 'Y') -> '_XY'; ('data', 'model') -> '_{data,model}'; () -> ''."""
+    axes = _axis_names("axes", axes)
     if not axes:
         return ""
     if all(len(a) == 1 for a in axes):
@@ -94,7 +109,20 @@ def format_axes(axes: tuple[str, ...]) -> str:
 
 
 def format_operand(name: str, dims: tuple[str, ...], sharding: Mapping[str, tuple[str, ...]]) -> str:
-    """'A', ('I', 'J'), {'I': ('X',)} -> 'A[I_X, J]'."""
+    """'A', ('I', 'J'), {'I': ('X',)} -> 'A[I_X, J]'.
+
+    `name` and each of `dims` are names (a letter, then letters/digits); `sharding` maps a
+    dimension to its tuple of mesh axes (dimensions left out are not sharded).
+    """
+    if not isinstance(name, str) or not re.fullmatch(_NAME, name):
+        raise Error(f"name must be an array name (a letter, then letters or digits), got {_show(name)}")
+    if not isinstance(dims, (tuple, list)) or not all(isinstance(d, str) and re.fullmatch(_NAME, d) for d in dims):
+        raise Error(f"dims must be a tuple of dimension names (a letter, then letters or digits), e.g. ('I', 'J'), "
+                    f"got {_show(dims)}")
+    if not isinstance(sharding, Mapping):
+        raise Error(f"sharding must be a dict of dimension -> mesh axes, e.g. {{'I': ('X',)}}, got {_show(sharding)}")
+    for d in dims:
+        _axis_names(f"sharding[{d!r}]", sharding.get(d, ()))
     return f"{name}[{', '.join(d + format_axes(tuple(sharding.get(d, ()))) for d in dims)}]"
 
 
@@ -657,23 +685,39 @@ def _cases(spec: MatmulSpec) -> tuple[int, ...]:
     return tuple(sorted(cases)) or (1,)
 
 
+def _whole_size(what: str, size: object) -> int:
+    """A positive integer size (an int or numpy integer, not a float or bool), at most 2**53."""
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
+        raise Error(f"{what} must have a positive integer size, got {_show(size)} ({type(size).__name__})")
+    if size > 2**53:
+        raise Error(f"{what} is too large (at most 2**53), got {_show(size)}")
+    return int(size)
+
+
 def validate(spec: MatmulSpec, mesh: Mapping[str, int], dims: Mapping[str, int]) -> None:
-    """Raise `Error` unless every dimension has a positive size, every axis is in `mesh` and divides its dimension."""
+    """Raise `Error` unless every dimension has a positive size, every axis is in `mesh` and divides its dimension.
+
+    `spec`: a `MatmulSpec` or its string; `mesh`: axis name -> whole size; `dims`: dimension -> whole size.
+    """
+    if isinstance(spec, str):
+        spec = parse(spec)
+    if not isinstance(spec, MatmulSpec):
+        raise Error(f"spec must be a MatmulSpec or a string like 'A[I_X, J] @ B[J, K_Y]', got {_show(spec)} "
+                    f"({type(spec).__name__})")
     if not isinstance(mesh, Mapping) or not mesh:
-        raise Error(f"mesh must be a dict of axis name -> size, e.g. {{'X': 4, 'Y': 2}}; got {mesh!r}")
+        raise Error(f"mesh must be a dict of axis name -> size, e.g. {{'X': 4, 'Y': 2}}; got {_show(mesh)}")
     for name, size in mesh.items():
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise Error(f"mesh axis {name!r} must have a positive integer size, got {size!r}")
+        if not isinstance(name, str):
+            raise Error(f"mesh axis names must be strings, e.g. {{'X': 4}}; got {_show(name)} in {_show(mesh)}")
+        _whole_size(f"mesh axis {name!r}", size)
     if not isinstance(dims, Mapping):
-        raise Error(f"dims must be a dict of dimension name -> size, e.g. {{'I': 1024, 'J': 512}}; got {dims!r}")
+        raise Error(f"dims must be a dict of dimension name -> size, e.g. {{'I': 1024, 'J': 512}}; got {_show(dims)}")
     ops = [spec.lhs, spec.rhs] + ([spec.out] if spec.out is not None else [])
     for op in ops:
         for d, axes in zip(op.dims, op.axes):
             if d not in dims:
                 raise Error(f"no size for dimension {d!r} of {op}; pass dims={{'{d}': ...}}")
-            size = dims[d]
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-                raise Error(f"dimension {d!r} must have a positive integer size, got {size!r}")
+            size = _whole_size(f"dimension {d!r}", dims[d])
             for a in axes:
                 if a not in mesh:
                     raise Error(f"unknown mesh axis {a!r} in {d}{format_axes(axes)} of {op}; mesh axes: "

@@ -9,9 +9,10 @@ prefixes (KiB, MiB, GiB) are accepted where a string says so.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 
-from .errors import Error
+from .errors import Error, _show
 from .errors import integer as _integer, number as _number, text as _text
 
 #: Bytes per element of each dtype the package knows. int4/fp4 pack two values per byte.
@@ -118,34 +119,31 @@ def parse_quantity(value: "str | float | int", unit: str = "") -> float:
 
     `parse_quantity("3.2 ms", "s") == 0.0032`; `parse_quantity("1.5e12 FLOP/s", "FLOP/s")`;
     a bare number is taken to be in `unit` already. A string whose unit measures something
-    else (bytes where seconds are asked) raises `Error`. Never evaluates code.
+    else (bytes where seconds are asked), a bool, an array, NaN, inf or a value too large for a
+    float raises `Error`. Never evaluates code.
     """
-    if isinstance(value, bool):
-        raise Error(f"expected a number or a string like '3.2 ms', got {value!r}")
-    if isinstance(value, (int, float)):
-        x = float(value)
-    elif hasattr(value, "__float__") and not isinstance(value, str):
-        x = float(value)  # numpy scalars
-    elif isinstance(value, str):
+    want_unit, want_factor = parse_unit(unit)
+    if isinstance(value, str):
         m = _NUMBER.match(value.replace(",", "").replace("_", ""))
         if not m:
-            raise Error(f"cannot read {value!r} as a quantity; write a number, optionally with a unit, like '3.2 ms'")
+            raise Error(f"cannot read value {_show(value)} as a quantity; write a number, optionally with a unit, "
+                        "like '3.2 ms'")
         x = float(m.group(1))
         if m.group(2):
             got_unit, factor = parse_unit(m.group(2))
-            want_unit, want_factor = parse_unit(unit)
             if got_unit == "%" and want_unit == "":  # "41%" where a fraction is asked
                 got_unit, factor = "", 0.01
             if got_unit != want_unit and not (got_unit == "" or want_unit == ""):
-                raise Error(f"{value!r} is in {got_unit}, but this asks for {unit or 'a plain number'}")
+                raise Error(f"{_show(value)} is in {got_unit}, but this asks for {unit or 'a plain number'}")
             if got_unit != want_unit and want_unit == "" and got_unit:
-                raise Error(f"{value!r} has a unit, but this asks for a plain number")
+                raise Error(f"{_show(value)} has a unit, but this asks for a plain number")
             x = x * factor / want_factor
-    else:
-        raise Error(f"expected a number or a string like '3.2 ms', got {type(value).__name__}")
-    if math.isnan(x):
-        raise Error("NaN is not an answer")
-    return x
+        if not math.isfinite(x):
+            raise Error(f"value {_show(value)} is too large for a float; write a finite quantity like '3.2 ms'")
+        return x
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise Error(f"value must be a number or a string like '3.2 ms', got {_show(value)} ({type(value).__name__})")
+    return _number("value", value)
 
 
 _FORMAT_PREFIXES = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"),

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from .errors import Error, require_positive
+from .errors import Error, _show, choose, integer, number, require_positive, text as _text
 
 
 def use_cpu_devices(n: int = 8) -> None:
@@ -187,8 +187,14 @@ class HloCollective:
 
 
 def sent_bytes_per_device(kind: str, array_bytes: float, group_size: int) -> float:
-    """Bytes each device sends in collective `kind` of a V-byte array over N devices (chapter 3)."""
-    v, n = float(array_bytes), int(group_size)
+    """Bytes each device sends in collective `kind` of a V-byte array over N devices (chapter 3).
+
+    `kind`: one of `HLO_COLLECTIVES`; `array_bytes` >= 0; `group_size`: a whole number >= 1.
+    """
+    choose("collective kind", kind, HLO_COLLECTIVES)
+    v, n = number("array_bytes", array_bytes), integer("group_size", group_size)
+    if v < 0:
+        raise Error(f"array_bytes must be a number >= 0, got {_show(array_bytes)}")
     if n <= 1:
         return 0.0
     return {"all-gather": v * (n - 1) / n, "reduce-scatter": v * (n - 1) / n, "all-reduce": 2 * v * (n - 1) / n,
@@ -206,9 +212,47 @@ def _shape_bytes(text: str) -> tuple[float, str]:
         n = 1
         for d in filter(None, dims.split(",")):
             n *= int(d)
+        if n * _HLO_BYTES[dt] > 2**80:  # far beyond any memory; also keeps the float sums finite
+            raise Error(f"HLO shape {dt}[{dims}] is too large (over 2**80 bytes) in {_show(text)}")
         total += n * _HLO_BYTES[dt]
         shapes.append(f"{dt}[{dims}]")
     return total, ", ".join(shapes)
+
+
+#: The most devices a program here may span (a guard: groups are listed device by device).
+MAX_DEVICES = 2**20
+
+
+def _mesh_shape(mesh_shape: Any) -> "dict[str, int]":
+    """`mesh_shape` checked: a non-empty dict of axis name -> whole size, at most MAX_DEVICES in all."""
+    from collections.abc import Mapping
+
+    if not isinstance(mesh_shape, Mapping) or not mesh_shape:
+        raise Error(f"mesh_shape must be a non-empty dict of axis name -> size, e.g. {{'X': 4, 'Y': 2}}; "
+                    f"got {_show(mesh_shape)}")
+    out = {}
+    for name, size in mesh_shape.items():
+        if not isinstance(name, str) or not name:
+            raise Error(f"mesh_shape axis names must be non-empty strings, got {_show(name)}")
+        out[name] = integer(f"mesh_shape[{name!r}]", size)
+    total = 1
+    for size in out.values():
+        total *= size
+    if total > MAX_DEVICES:
+        raise Error(f"mesh_shape {_show(mesh_shape)} has {total} devices; at most {MAX_DEVICES} are supported")
+    return out
+
+
+def _groups_of(dims: "list[int]", num_devices: int, t: str):
+    """arange over the devices of `dims`, checked to be the program's `num_devices`."""
+    import numpy as np
+
+    total = 1
+    for d in dims:
+        total *= d
+    if total != num_devices:
+        raise Error(f"replica groups {_show(t)} lay out {total} devices, but num_devices is {num_devices}")
+    return np.arange(total).reshape(dims)
 
 
 def parse_replica_groups(text: str, num_devices: int) -> list[list[int]]:
@@ -218,53 +262,86 @@ def parse_replica_groups(text: str, num_devices: int) -> list[list[int]]:
     to [4,2], transposed by (1,0), then read as 2 groups of 4); mesh form
     `mesh['axis_0'=4,'axis_1'=2] {'axis_0'}` (devices laid out row-major over the listed axes;
     a group is every device that differs only along the braced axes). TOOLCHAIN.md, note 14.
+    `num_devices` (at most `MAX_DEVICES`) is the program's device count: the iota and mesh forms
+    must lay out exactly that many, and explicit groups may name only devices below it.
     """
     import re
 
-    import numpy as np
-
-    t = text.strip()
+    t = _text("text", text).strip()
+    num_devices = integer("num_devices", num_devices)
+    if num_devices > MAX_DEVICES:
+        raise Error(f"num_devices must be at most {MAX_DEVICES}, got {num_devices}")
     if t.startswith("mesh["):
-        m = re.match(r"mesh\[(.*?)\]\s*\{(.*?)\}", t)
+        m = re.fullmatch(r"mesh\[(.*?)\]\s*\{(.*?)\}", t)
         if not m:
-            raise Error(f"cannot read mesh-form replica groups {t!r}")
+            raise Error(f"cannot read mesh-form replica groups {_show(t)}; expected e.g. mesh['a'=4,'b'=2] {{'a'}}")
         names, sizes = [], []
         for item in m.group(1).split(","):
-            km = re.match(r"\s*'([^']+)'\s*=\s*(\d+)\s*$", item)
+            km = re.fullmatch(r"\s*'([^']+)'\s*=\s*(\d+)\s*", item)
             if not km:
-                raise Error(f"cannot read mesh axis {item!r} in replica groups {t!r}")
+                raise Error(f"cannot read mesh axis {_show(item)} in replica groups {_show(t)}")
+            if km.group(1) in names:
+                raise Error(f"mesh axis {km.group(1)!r} appears twice in replica groups {_show(t)}")
             names.append(km.group(1))
             sizes.append(int(km.group(2)))
         chosen = re.findall(r"'([^']+)'", m.group(2))
         if any(c not in names for c in chosen):
-            raise Error(f"replica groups {t!r} name an axis that is not in their mesh (sub-axes are not supported)")
-        ids = np.arange(int(np.prod(sizes))).reshape(sizes)
+            raise Error(f"replica groups {_show(t)} name an axis that is not in their mesh (sub-axes are not supported)")
+        if len(set(chosen)) != len(chosen):
+            raise Error(f"replica groups {_show(t)} name an axis twice")
+        ids = _groups_of(sizes, num_devices, t)
         keep = [i for i, n in enumerate(names) if n not in chosen] + [names.index(c) for c in chosen]
-        g = int(np.prod([sizes[names.index(c)] for c in chosen])) if chosen else 1
+        g = 1
+        for c in chosen:
+            g *= sizes[names.index(c)]
         return ids.transpose(keep).reshape(-1, g).tolist()
-    m = re.match(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", t)
+    m = re.fullmatch(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", t)
     if m:
         groups, size = int(m.group(1)), int(m.group(2))
-        dims = [int(x) for x in m.group(3).split(",")]
-        ids = np.arange(int(np.prod(dims))).reshape(dims)
+        dims = [int(x) for x in m.group(3).split(",") if x]
+        ids = _groups_of(dims, num_devices, t)
+        if groups * size != num_devices:
+            raise Error(f"replica groups {_show(t)}: {groups} groups of {size} do not hold the {num_devices} devices")
         if m.group(4):
-            ids = ids.transpose([int(x) for x in m.group(4).split(",")])
+            perm = [int(x) for x in m.group(4).split(",") if x]
+            if sorted(perm) != list(range(len(dims))):
+                raise Error(f"replica groups {_show(t)}: T({m.group(4)}) is not a permutation of the "
+                            f"{len(dims)} dimensions")
+            ids = ids.transpose(perm)
         return ids.reshape(groups, size).tolist()
-    if t.startswith("{"):
-        inner = re.findall(r"\{([\d,\s]*)\}", t[1:-1]) if t != "{}" else []
+    if re.fullmatch(r"\{\s*(?:\{[\d,\s]*\}\s*,?\s*)*\}", t):
+        inner = re.findall(r"\{([\d,\s]*)\}", t[1:-1])
         groups = [[int(x) for x in g.split(",") if x.strip()] for g in inner]
+        if any(not g for g in groups):
+            raise Error(f"replica groups {_show(t)} hold an empty group")
+        bad = [d for g in groups for d in g if d >= num_devices]
+        if bad:
+            raise Error(f"replica groups {_show(t)} name device {bad[0]}, but num_devices is {num_devices}")
         return groups or [list(range(num_devices))]
-    raise Error(f"cannot read replica groups {t!r}; expected {{{{0,1}},...}}, [2,4]<=[8] or mesh[...] {{...}}")
+    raise Error(f"cannot read replica groups {_show(t)}; expected {{{{0,1}},...}}, [2,4]<=[8] or mesh[...] {{...}}")
 
 
 def group_axes(groups: "list[list[int]]", mesh_shape: "dict[str, int]") -> tuple[str, ...]:
     """The mesh axes a set of device groups spans (device p sits at unravel_index(p, mesh shape)).
 
-    Raises `Error` if the groups are not whole mesh axes (e.g. strided or partial subgroups).
+    `groups`: a non-empty list of lists of device ids below the mesh's device count. Raises `Error`
+    if the groups are not whole mesh axes (e.g. strided or partial subgroups).
     """
+    import numbers
+
     import numpy as np
 
+    mesh_shape = _mesh_shape(mesh_shape)
     names, sizes = list(mesh_shape), list(mesh_shape.values())
+    total = int(np.prod(sizes))
+    if not isinstance(groups, (list, tuple)) or not groups:
+        raise Error(f"groups must be a non-empty list of device-id lists, e.g. [[0, 1], [2, 3]]; got {_show(groups)}")
+    for g in groups:
+        if not isinstance(g, (list, tuple)) or not g:
+            raise Error(f"groups must hold non-empty lists of device ids, got {_show(g)} in {_show(groups)}")
+        for d in g:
+            if isinstance(d, bool) or not isinstance(d, numbers.Integral) or not 0 <= d < total:
+                raise Error(f"groups must hold device ids 0..{total - 1} of the mesh {mesh_shape}, got {_show(d)}")
     found: "tuple[str, ...] | None" = None
     for g in groups:
         coords = np.array(np.unravel_index(np.array(g), sizes)).T
@@ -282,8 +359,12 @@ def _pairs_axes(text: str, mesh_shape: "dict[str, int]") -> tuple[str, ...]:
     import numpy as np
 
     names, sizes = list(mesh_shape), list(mesh_shape.values())
+    total = int(np.prod(sizes))
     axes = set()
     for a, b in re.findall(r"\{(\d+),(\d+)\}", text):
+        if max(int(a), int(b)) >= total:
+            raise Error(f"source_target_pairs {_show(text)} name device {max(int(a), int(b))}, "
+                        f"but the mesh has {total} devices")
         ca, cb = np.unravel_index(int(a), sizes), np.unravel_index(int(b), sizes)
         axes |= {names[i] for i in range(len(names)) if ca[i] != cb[i]}
     return tuple(n for n in names if n in axes)
@@ -298,6 +379,7 @@ def collectives_in_hlo(hlo: str, mesh_shape: "dict[str, int]") -> tuple[HloColle
     import math
     import re
 
+    hlo, mesh_shape = _text("hlo", hlo), _mesh_shape(mesh_shape)
     n_dev = math.prod(mesh_shape.values())
     op = re.compile(r"=\s*(.*?)\s+(" + "|".join(HLO_COLLECTIVES) + r")(-start)?\(")
     found = []

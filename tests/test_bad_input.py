@@ -70,14 +70,6 @@ def _public_functions() -> list[tuple[str, object]]:
 
 FUNCTIONS = _public_functions()
 
-#: Functions still breaking the promise, each in a module another change is rewriting right now
-#: (sharding and xla: the sharding split; exercises: the grading rework). They run and are
-#: reported as xfail until fixed there; a fixed one passes (non-strict) and should leave this set.
-KNOWN_GAPS = {"sharding.format_axes", "sharding.format_operand", "sharding.validate",
-              "xla.sent_bytes_per_device", "xla.parse_replica_groups", "xla.group_axes",
-              "xla.collectives_in_hlo", "exercises.check", "exercises.get", "units.parse_quantity"}
-
-
 class _Opaque:
     def __repr__(self) -> str:
         return "<opaque object>"
@@ -150,14 +142,7 @@ def test_discovery_finds_the_public_api():
             assert callable(getattr(importlib.import_module(f"scalebook.{mod}"), fn)), f"{mod}.{fn}"
 
 
-def _cases():
-    for name, fn in FUNCTIONS:
-        marks = [pytest.mark.xfail(reason="known gap, fixed in the module's rewrite", strict=False)] \
-            if name in KNOWN_GAPS else []
-        yield pytest.param(name, fn, id=name, marks=marks)
-
-
-@pytest.mark.parametrize("name, fn", list(_cases()))
+@pytest.mark.parametrize("name, fn", FUNCTIONS, ids=[n for n, _ in FUNCTIONS])
 @settings(max_examples=30, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(data=st.data())

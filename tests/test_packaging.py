@@ -69,6 +69,11 @@ def test_a_missing_matplotlib_names_the_plot_extra():
     assert "pip install 'scalebook[plot]'" in proc.stderr.strip().splitlines()[-1]
 
 
+def test_grading_without_nbclient_names_the_grade_extra():
+    proc = _without(("nbclient",), "from scalebook import grading\ngrading._needs()")
+    assert proc.stderr.strip().splitlines()[-1].endswith("pip install 'scalebook[grade]'")
+
+
 def test_imports_outside_scalebook_keep_their_usual_error():
     proc = _without(("jax",), "import scalebook\nimport importlib.util\nprint(importlib.util.find_spec('jax'))\nimport jax")
     assert proc.stdout.strip() == "None"

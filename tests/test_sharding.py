@@ -66,6 +66,27 @@ def test_axis_that_does_not_divide_a_dimension_is_refused():
         plan("A[I_X, J] @ B[J, K]", dims={"I": 1022, "J": 2048, "K": 512})
 
 
+def test_format_axes_refuses_a_bool_naming_axes():
+    with pytest.raises(Error, match="axes must be a tuple"):
+        sharding.format_axes(True)
+
+
+def test_format_operand_refuses_a_string_for_a_dimension_s_axes():
+    # 'XY' would be ambiguous (two axes X and Y, or one axis XY?): a tuple says which
+    with pytest.raises(Error, match=r"sharding\['I'\]"):
+        sharding.format_operand("A", ("I", "J"), {"I": "XY"})
+
+
+def test_validate_refuses_a_spec_that_is_not_a_matmul_spec():
+    with pytest.raises(Error, match="spec must be a MatmulSpec"):
+        sharding.validate(None, MESH, DIMS)
+
+
+def test_validate_refuses_a_fractional_mesh_size_naming_the_axis():
+    with pytest.raises(Error, match="mesh axis 'X'"):
+        sharding.validate(sharding.parse("A[I_X, J] @ B[J, K]"), {"X": 2.5}, DIMS)
+
+
 def test_missing_dimension_size_is_named():
     with pytest.raises(Error, match="'K'"):
         plan("A[I_X, J] @ B[J, K]", dims={"I": 1024, "J": 2048})

@@ -1,4 +1,5 @@
 """units: parsing and formatting of quantities, dtype sizes."""
+import numpy as np
 import pytest
 
 from scalebook import Error
@@ -38,6 +39,17 @@ def test_parse_quantity_refuses_a_unit_of_another_kind():
 def test_parse_quantity_refuses_what_is_not_a_quantity(bad):
     with pytest.raises(Error):
         parse_quantity(bad, "s")
+
+
+@pytest.mark.parametrize("bad", [True, np.array([1.0, 2.0]), float("inf"), 10**400, "1e400 s", None])
+def test_parse_quantity_names_the_value_it_refuses(bad):
+    with pytest.raises(Error, match="value"):
+        parse_quantity(bad, "s")
+
+
+def test_parse_quantity_names_an_unreadable_unit_even_for_a_bare_number():
+    with pytest.raises(Error, match="unit"):
+        parse_quantity(3, "parsecs")
 
 
 def test_parse_unit_gives_canonical_unit_and_factor():

@@ -72,6 +72,26 @@ def test_unreadable_replica_groups_raise_error():
         xla.parse_replica_groups("<<0,1>>", 8)
 
 
+def test_replica_groups_naming_a_device_beyond_num_devices_are_refused():
+    with pytest.raises(Error, match="num_devices"):
+        xla.parse_replica_groups("{{0,1},{2,9}}", 8)
+
+
+def test_group_axes_refuses_a_mesh_shape_with_a_bool_size():
+    with pytest.raises(Error, match="mesh_shape"):
+        xla.group_axes([[0, 1]], {"X": True, "Y": 2})
+
+
+def test_collectives_in_hlo_refuses_bytes_for_the_hlo_text():
+    with pytest.raises(Error, match="hlo must be a string"):
+        xla.collectives_in_hlo(b"%x = f32[8] all-reduce(f32[8] %y)", MESH)
+
+
+def test_sent_bytes_per_device_refuses_a_nan_array_size():
+    with pytest.raises(Error, match="array_bytes"):
+        xla.sent_bytes_per_device("all-gather", float("nan"), 4)
+
+
 # ---------------------------------------------------------------- the four cases
 
 
