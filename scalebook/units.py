@@ -153,7 +153,8 @@ _FORMAT_PREFIXES = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"
 def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
     """Format an SI float with a prefix: `format_quantity(3.2e-3, "s") == '3.2 ms'`.
 
-    Time of a day or more is printed in days; dimensionless values as plain numbers.
+    Times of two days or more print in days, of an hour or more in hours, of 1000 s or more in
+    minutes; dimensionless values as plain numbers.
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
@@ -166,8 +167,10 @@ def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
         return f"{value:.{digits}g}{suffix}"
     if unit == "s" and abs(value) >= 86400 * 2:
         return f"{value / 86400:.{digits}g} days"
-    if unit == "s" and abs(value) >= 3600 * 2:
+    if unit == "s" and abs(value) >= 3600:
         return f"{value / 3600:.{digits}g} h"
+    if unit == "s" and abs(value) >= 1000:  # "16.7 min", not "1 ks"
+        return f"{value / 60:.{digits}g} min"
     mag = abs(value)
     if mag == 0:
         return f"0 {unit}"

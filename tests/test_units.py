@@ -87,3 +87,9 @@ def test_a_percentage_reads_in_percent_or_as_a_fraction():
     assert parse_quantity("41%", "%") == pytest.approx(41)
     assert parse_quantity("41 %", "%") == pytest.approx(41)
     assert parse_quantity("41%", "") == pytest.approx(0.41)
+
+
+@pytest.mark.parametrize("seconds, text", [(3600, "1 h"), (5400, "1.5 h"), (1000, "16.7 min"), (999, "999 s"),
+                                           (172800, "2 days")])
+def test_long_times_read_in_minutes_hours_and_days(seconds, text):
+    assert format_quantity(seconds, "s") == text
