@@ -14,6 +14,7 @@ help:
 	@echo "make constraints  pin constraints.txt to the versions now in .venv (after the tests pass on them)"
 	@echo "make bench      import time, chapter execution times, book build time (clean and cached)"
 	@echo "make serve      serve _build/html on http://localhost:8000"
+	@echo "make mutate     mutation testing over the core modules, with the kill rate (slow; not in make test)"
 
 # constraints.txt: the exact versions the suite was tested with (pyproject.toml has lower bounds only).
 $(STAMP): pyproject.toml constraints.txt
