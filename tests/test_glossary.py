@@ -178,3 +178,11 @@ def test_stressed_words_are_still_used_as_emphasis():
     """STRESSED stays honest: an entry no chapter emphasises any more is removed."""
     used = {s.lower() for md in CHAPTERS for s in emphasised(md.read_text(encoding="utf-8"))}
     assert not STRESSED - used, sorted(STRESSED - used)
+
+
+def test_no_term_is_defined_twice():
+    """Sphinx warns (and the -W build stops) when two entries share a term."""
+    text = GLOSSARY.read_text(encoding="utf-8")
+    block = re.search(r"^```\{glossary\}\n(.*?)^```\s*$", text, re.M | re.S).group(1)
+    terms = [line.strip() for line in block.splitlines() if line.strip() and not line.startswith((" ", ":"))]
+    assert not {t for t in terms if terms.count(t) > 1}
