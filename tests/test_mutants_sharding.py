@@ -164,3 +164,43 @@ def test_a_slice_step_and_a_two_axis_collective_describe_themselves():
     assert g.describe().startswith("AllGather_XY A[I, J_XY] -> A[I, J]: V=4.19 MB, ")
     # 7/8 of 4 MiB over one link per axis, two axes at 45 GB/s each: 3.67 MB / 90 GB/s = 40.8 us
     assert repr(g) == f"Step({g.describe()}, 40.8 µs)"
+
+
+def test_partial_sums_reduce_scattered_onto_the_output_s_axis():
+    p = plan("A[I, J_X] @ B[J_X, K] -> C[I, K_X]")
+    assert p.strategy == "ReduceScatter C onto K"
+    rs = p.steps[1]
+    assert rows(p)[1] == ("reduce-scatter", "C", "X", "C[I, K] (partial)", "C[I, K_X]", 1 * MiB, 1 * MiB * 3 / 4)
+    assert rs.flops == 0 and rs.detail.kind == "reduce-scatter" and rs.detail.bytes_per_device == rs.bytes_per_device
+    ar = plan("A[I, J_X] @ B[J_X, K]").steps[1]
+    assert ar.flops == 0 and ar.detail.kind == "all-reduce" and ar.detail.bytes_per_device == 2 * MiB * 3 / 4
+
+
+def test_a_plan_with_nothing_to_move_says_so():
+    assert plan("A[I_X, J] @ B[J, K_Y]").strategy == "local matmul, no communication"
+
+
+def test_an_output_axis_freed_by_a_gather_is_sliced_after_the_matmul():
+    alt = plan("A[I_Y, J] @ B[J, K_Y]").alternatives[0]
+    assert rows(alt)[2:] == [("all-gather", "C", "Y", "C[I, K_Y]", "C[I, K]", 1 * MiB, 1 * MiB / 2),
+                             ("slice", "C", "Y", "C[I, K]", "C[I_Y, K]", 0, 0)]
+
+
+def test_alternatives_describe_the_same_matmul_on_the_same_mesh():
+    p = plan("A[I, J_X] @ B[J_Y, K]")
+    for a in p.alternatives:
+        assert (str(a.spec), a.mesh, a.dims, a.chip, a.dtype, a.cases) == (str(p.spec), MESH, DIMS, "tpu-v5e", "bf16", (2,))
+
+
+def test_a_parsed_spec_plans_like_its_string():
+    spec = "A[I, J_X] @ B[J, K]"
+    assert rows(plan(sharding.parse(spec))) == rows(plan(spec))
+
+
+def test_a_dimension_of_one_and_one_of_two_to_the_53_are_valid():
+    assert sharding.local_shape("A[I, J]", mesh={"X": 1}, dims={"I": 1, "J": 2**53}) == (1, 2**53)
+
+
+def test_an_unknown_axis_in_the_output_is_named():
+    with pytest.raises(sharding.Error, match="'Z'"):
+        plan("A[I, J] @ B[J, K] -> C[I_Z, K]")
