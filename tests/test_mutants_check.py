@@ -50,6 +50,10 @@ READ = "write a number, optionally with a unit, like 7.6 or '7.6 ms' (code in a 
     ("0m.13", 1.03, "close", f"1.03 is 3.0% above the key (asked in plain numbers), outside the 2% tolerance: {ROUNDING}"),
     ("0m.9", 82.4, "close", f"82.4 GB is 3.0% above the key (asked in GB), outside the 2% tolerance: {ROUNDING}; hint: count both copies"),
     ("0m.17", 100 * 1.024**2, "close", "104.9 MB is 4.9% above the key (asked in MB), outside the 3% tolerance: MiB (2^20) vs MB (1e6)?"),
+    ("0m.9", 80 * 1.024, "close", "81.92 GB is 2.4% above the key (asked in GB), outside the 2% tolerance: "
+                                  "KiB vs kB (1024 vs 1000)?; hint: count both copies"),
+    ("0m.14", 45 * 1.024, "close", "46.08 GB/s is 2.4% above the key (asked in GB/s), outside the 2% tolerance: "
+                                   "KiB vs kB (1024 vs 1000)?"),
     # 5% off with a 2% tolerance is wrong, not close: no slip is near 1.05
     ("0m.12", 24650 * 1.05, "wrong", "25882 ms (25.88 s): too large by a factor of 1.05"),
     ("0m.12", 24650 * 3.14159, "wrong", "77440 ms (77.44 s): too large by a factor of 3.14"),
@@ -63,6 +67,8 @@ READ = "write a number, optionally with a unit, like 7.6 or '7.6 ms' (code in a 
     ("0m.12", 24650 / 8, "wrong", "3081 ms: off by a factor of 8: bits vs bytes? (yours is smaller)"),
     ("0m.12", 24650 * 100, "wrong", "2465000 ms (41.08 min): off by a factor of 100: a percentage where a fraction "
                                     "is asked (or the reverse)? (yours is larger)"),
+    ("0m.12", 24650e3, "wrong", "2.465e7 ms (6.847 h): off by a factor of 1000: a unit prefix "
+                                "(ms vs s, GB vs MB, TFLOP vs GFLOP)? (yours is larger)"),
     ("0m.12", 24650e6, "wrong", "2.465e10 ms (285.3 days): off by a factor of a million: a unit prefix "
                                 "(us vs s, TB vs MB)? (yours is larger)"),
     ("0m.12", 24650e9, "wrong", "2.465e13 ms (2.853e+05 days): off by a factor of 1e9: a unit prefix "
@@ -155,6 +161,7 @@ def test_a_chapter_or_a_page_selects_only_its_problems():
 def test_a_long_answer_is_quoted_to_forty_characters():
     r = check("0m.12", "x" * 60)
     assert r.message.startswith("cannot read '" + "x" * 36 + "... as a number")
+    assert check("0m.12", "x" * 39).message.startswith("cannot read '" + "x" * 36 + "... as a number")  # 41 characters
     assert check("0m.12", "x" * 38).message.startswith("cannot read '" + "x" * 38 + "' as a number")
 
 
@@ -166,10 +173,16 @@ def test_numbers_switch_notation_at_a_thousandth_a_thousand_and_ten_million(x, t
 @pytest.mark.parametrize("x, unit, text", [
     (2, "chip", "2 chips"), (3, "param", "3 params"), (0.1, "s", "0.1 s"), (1e4, "ms", "10000 ms (10 s)"),
     (0.05, "GB/s", "0.05 GB/s (50 MB/s)"), (0.05, "TFLOP/s", "0.05 TFLOP/s (50 GFLOP/s)"),
-    (123456, "ms", "123456 ms (123.5 s)"),
+    (123456, "ms", "123456 ms (123.5 s)"), (20000, "days", "20000 days"),
 ])
 def test_quantities_get_their_plural_and_their_si_reading(x, unit, text):
     assert show(x, unit) == text
+
+
+def test_a_string_inside_a_numpy_array_is_read_as_a_string():
+    import numpy as np
+
+    assert check("0m.12", np.array("24650 ms")).status == "correct"
 
 
 def test_a_unicode_minus_and_a_no_break_space_are_read():
@@ -194,6 +207,9 @@ def test_a_percentage_is_divided_by_100_only_where_a_fraction_is_asked():
     (True, "True is a yes/no value, not a number: give the number itself"),
     (10**400, "an integer of 401 digits is too large to be a number of this kind"),
     ("7.6 parsecs", "'7.6 parsecs': "),
+    ("1e999 ms", "'1e999 ms' is not a finite number"),
+    ("1e308 s", "'1e308 s' is not a finite number"),  # 1e311 ms overflows
+    (float("inf"), "inf is not a finite number"),
 ])
 def test_unreadable_answers_say_what_was_given_and_what_to_write(answer, words):
     assert check("0m.12", answer).message.startswith(words)
