@@ -204,3 +204,20 @@ def test_a_dimension_of_one_and_one_of_two_to_the_53_are_valid():
 def test_an_unknown_axis_in_the_output_is_named():
     with pytest.raises(sharding.Error, match="'Z'"):
         plan("A[I, J] @ B[J, K] -> C[I_Z, K]")
+
+
+def test_two_axes_print_together_in_a_strategy_a_table_and_a_step():
+    # A and B both cut J by X then Y: the partial sums are AllReduced over all 8 devices at once
+    assert plan("A[I, J_XY] @ B[J_XY, K]").strategy == "AllReduce C over XY"
+    assert "<td>1</td><td>AllGather</td><td>XY</td>" in plan("A[I, J_XY] @ B[J, K]")._repr_html_()
+
+
+def test_a_table_lists_each_alternative_once_and_ends_without_them_when_there_are_none():
+    html = plan("A[I, J_X] @ B[J_Y, K]")._repr_html_()
+    assert html.count("<li>") == 2 and "sent per device</li><li>align A along J" in html
+    assert plan("A[I_X, J] @ B[J, K_Y]")._repr_html_().endswith("</table>")
+
+
+def test_the_matmul_step_keeps_its_roofline():
+    mm = plan("A[I_X, J] @ B[J, K_Y]").steps[0]
+    assert mm.kind == "matmul" and mm.detail.flops == mm.flops == 2 * 1024 * 2048 * 512 / 8
