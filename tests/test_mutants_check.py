@@ -5,6 +5,7 @@ reading when that reads better), then the verdict's reason. The slip hints fire 
 answer / key is within 10% (in ln) of the slip's factor; 2%-tolerance problems call an answer
 within 2% correct and one within 4% close.
 """
+import json
 import math
 
 import pytest
@@ -220,3 +221,48 @@ def test_a_unit_the_parser_does_not_know_stands_for_itself():
     assert check("0m.20", "abc").message.endswith("(this problem asks for a quantity in fortnight: a number in "
                                                   "fortnight or a string like '1.5 fortnight')")
     assert math.isclose(read_answer("3", "fortnight"), 3.0)
+
+
+class _Shell:
+    """What the grader reads from IPython's shell: the execution count and the input history `In`."""
+
+    def __init__(self, count, history):
+        self.execution_count, self.user_ns = count, {"In": history}
+
+
+class _IPython:
+    def __init__(self, shell):
+        self._shell = shell
+
+    def get_ipython(self):
+        return self._shell
+
+
+def test_a_verdict_inside_a_kernel_records_the_running_cell(tmp_path, monkeypatch):
+    import sys
+
+    record = tmp_path / "v.jsonl"
+    monkeypatch.setenv("SCALEBOOK_RECORD", str(record))
+    cell = 'check("0m.12", 24650)'
+    monkeypatch.setitem(sys.modules, "IPython", _IPython(_Shell(7, ["", "x = 1", cell])))
+    check("0m.12", 24650)
+    row = json.loads(record.read_text(encoding="utf-8").splitlines()[-1])
+    assert (row["execution_count"], row["source"]) == (7, cell)
+    assert row["message"] == "24650 ms (24.65 s) is right (key 24650 ms (24.65 s))"
+
+
+@pytest.mark.parametrize("shell, expected", [
+    (_Shell(3, []), (3, None)),  # nothing in the history yet
+    (_Shell(3, "not a list"), (3, None)),
+    (_Shell("3", ["", "x"]), (None, "x")),  # a count that is not an int is not passed on
+    (None, (None, None)),  # IPython imported, but no shell running
+])
+def test_the_running_cell_is_read_only_from_what_ipython_really_holds(shell, expected, monkeypatch):
+    import sys
+
+    from scalebook.exercises import _running_cell
+
+    monkeypatch.setitem(sys.modules, "IPython", _IPython(shell))
+    assert _running_cell() == expected
+    monkeypatch.delitem(sys.modules, "IPython")
+    assert _running_cell() == (None, None)
