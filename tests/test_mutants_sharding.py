@@ -221,3 +221,9 @@ def test_a_table_lists_each_alternative_once_and_ends_without_them_when_there_ar
 def test_the_matmul_step_keeps_its_roofline():
     mm = plan("A[I_X, J] @ B[J, K_Y]").steps[0]
     assert mm.kind == "matmul" and mm.detail.flops == mm.flops == 2 * 1024 * 2048 * 512 / 8
+
+
+def test_multi_letter_axes_read_with_spaces_and_print_back_in_braces():
+    s = sharding.parse("W[D_{data, model}, F] @ V[F, E_{expert}]")
+    assert s.lhs.axes == (("data", "model"), ()) and s.rhs.axes == ((), ("expert",))
+    assert str(s) == "W[D_{data,model}, F] @ V[F, E_{expert}]"
