@@ -227,3 +227,8 @@ def test_multi_letter_axes_read_with_spaces_and_print_back_in_braces():
     s = sharding.parse("W[D_{data, model}, F] @ V[F, E_{expert}]")
     assert s.lhs.axes == (("data", "model"), ()) and s.rhs.axes == ((), ("expert",))
     assert str(s) == "W[D_{data,model}, F] @ V[F, E_{expert}]"
+
+
+def test_a_slice_over_two_axes_names_both():
+    (alt,) = plan("A[I, J_XY] @ B[J, K]").alternatives
+    assert alt.steps[0].describe() == "slice B[J, K] -> B[J_XY, K] locally along XY"
