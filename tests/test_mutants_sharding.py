@@ -232,3 +232,11 @@ def test_multi_letter_axes_read_with_spaces_and_print_back_in_braces():
 def test_a_slice_over_two_axes_names_both():
     (alt,) = plan("A[I, J_XY] @ B[J, K]").alternatives
     assert alt.steps[0].describe() == "slice B[J, K] -> B[J_XY, K] locally along XY"
+
+
+def test_a_topology_passed_in_prices_the_collectives():
+    from scalebook import topology
+
+    # an 8-GPU NVLink node carries X = 8 at 450 GB/s: gathering A sends 7/8 of 4 MiB = 8.16 us
+    p = plan("A[I, J_X] @ B[J, K]", mesh={"X": 8}, topology=topology.gpu_node("h100"))
+    assert p.collectives[0].seconds == pytest.approx(4 * MiB * 7 / 8 / 450e9, rel=1e-9)
