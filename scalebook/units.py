@@ -150,11 +150,33 @@ _FORMAT_PREFIXES = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"
                     (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]
 
 
+def _round(value: float, digits: int) -> float:
+    """`value` rounded to `digits` significant figures (inf stays inf)."""
+    return float(f"{value:.{digits - 1}e}")
+
+
+def _positional(value: float, digits: int) -> str:
+    """`value` to `digits` significant figures in positional notation: '330', '3.2', '0.0012'.
+
+    Unlike the 'g' format it never switches to an exponent ('3.3e+02') when the number has
+    more integer digits than significant ones; trailing zeros after the point are dropped.
+    """
+    rounded = _round(value, digits)
+    if rounded == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(rounded))))
+    text = f"{rounded:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
     """Format an SI float with a prefix: `format_quantity(3.2e-3, "s") == '3.2 ms'`.
 
-    Times of two days or more print in days, of an hour or more in hours, of 1000 s or more in
-    minutes; dimensionless values as plain numbers.
+    `digits` significant figures, written out in full ('330 ms' at digits=2, never '3.3e+02 ms');
+    the prefix is chosen after rounding, so 999.7 GB at 3 digits prints as '1 TB'. Times of two
+    days or more print in days, of an hour or more in hours, of 1000 s or more in minutes.
+    Dimensionless values and counts (tokens, chips, params, FLOP/B, $) take no prefix: written
+    out from 1e-4 up to 1000, with an exponent outside that range ('1.23e+03').
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
@@ -164,21 +186,25 @@ def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
         raise Error(f"digits must be at most 17 (a float's precision), got {digits}")
     if unit in ("", "token", "chip", "param", "FLOP/B", "$"):
         suffix = "" if unit == "" else (" " + unit)
+        if 1e-4 <= abs(_round(value, digits)) < 1000:
+            return _positional(value, digits) + suffix
         return f"{value:.{digits}g}{suffix}"
+    if math.isinf(value):
+        return f"{value} {unit}"
     if unit == "s" and abs(value) >= 86400 * 2:
-        return f"{value / 86400:.{digits}g} days"
+        return f"{_positional(value / 86400, digits)} days"
     if unit == "s" and abs(value) >= 3600:
-        return f"{value / 3600:.{digits}g} h"
+        return f"{_positional(value / 3600, digits)} h"
     if unit == "s" and abs(value) >= 1000:  # "16.7 min", not "1 ks"
-        return f"{value / 60:.{digits}g} min"
-    mag = abs(value)
+        return f"{_positional(value / 60, digits)} min"
+    mag = abs(_round(value, digits))
     if mag == 0:
         return f"0 {unit}"
     if mag >= 1e21:  # beyond exa, prefixes (zetta, yotta) read worse than an exponent
         return f"{value:.{digits - 1}e} {unit}"
     for scale, prefix in _FORMAT_PREFIXES:
-        if mag >= scale * 0.9995:
-            return f"{value / scale:.{digits}g} {prefix}{unit}"
+        if mag >= scale:
+            return f"{_positional(value / scale, digits)} {prefix}{unit}"
     return f"{value:.{digits}g} {unit}"
 
 

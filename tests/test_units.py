@@ -93,3 +93,26 @@ def test_a_percentage_reads_in_percent_or_as_a_fraction():
                                            (172800, "2 days")])
 def test_long_times_read_in_minutes_hours_and_days(seconds, text):
     assert format_quantity(seconds, "s") == text
+
+
+# --- significant digits without an exponent (a value such as 330 ms at 2 digits) -------------
+
+@pytest.mark.parametrize("value, unit, digits, text", [
+    (0.33, "s", 2, "330 ms"),          # 'g' would print 3.3e+02 ms
+    (456e9, "B", 1, "500 GB"),         # one significant figure, written out
+    (123.4e12, "FLOP/s", 2, "120 TFLOP/s"),
+    (12345 * 86400, "s", 3, "12300 days"),
+])
+def test_format_quantity_writes_significant_digits_out_in_full(value, unit, digits, text):
+    assert format_quantity(value, unit, digits) == text
+
+
+def test_format_quantity_picks_the_prefix_after_rounding():
+    # 999.7 GB to 3 figures is 1000 GB, which reads as 1 TB (not '1e+03 GB')
+    assert format_quantity(999.7e9, "B") == "1 TB"
+    # with 4 figures the same value stays below the next prefix
+    assert format_quantity(0.9996, "s", 4) == "999.6 ms"
+
+
+def test_format_quantity_writes_small_counts_out_at_few_digits():
+    assert format_quantity(330, "token", 2) == "330 token"
