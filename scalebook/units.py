@@ -169,14 +169,21 @@ def _positional(value: float, digits: int) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def _unprefixed(value: float, digits: int) -> str:
+    """A number printed without a prefix: written out from 1e-4 up to 1000, with an exponent outside."""
+    if math.isfinite(value) and 1e-4 <= abs(_round(value, digits)) < 1000:
+        return _positional(value, digits)
+    return f"{value:.{digits}g}"
+
+
 def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
     """Format an SI float with a prefix: `format_quantity(3.2e-3, "s") == '3.2 ms'`.
 
     `digits` significant figures, written out in full ('330 ms' at digits=2, never '3.3e+02 ms');
     the prefix is chosen after rounding, so 999.7 GB at 3 digits prints as '1 TB'. Times of two
     days or more print in days, of an hour or more in hours, of 1000 s or more in minutes.
-    Dimensionless values and counts (tokens, chips, params, FLOP/B, $) take no prefix: written
-    out from 1e-4 up to 1000, with an exponent outside that range ('1.23e+03').
+    Dimensionless values, counts (tokens, chips, params, FLOP/B, $) and those times take no
+    prefix: written out from 1e-4 up to 1000, with an exponent outside that range ('1.23e+03').
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
@@ -185,18 +192,13 @@ def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
     if digits > 17:
         raise Error(f"digits must be at most 17 (a float's precision), got {digits}")
     if unit in ("", "token", "chip", "param", "FLOP/B", "$"):
-        suffix = "" if unit == "" else (" " + unit)
-        if 1e-4 <= abs(_round(value, digits)) < 1000:
-            return _positional(value, digits) + suffix
-        return f"{value:.{digits}g}{suffix}"
-    if math.isinf(value):
-        return f"{value} {unit}"
+        return _unprefixed(value, digits) + ("" if unit == "" else " " + unit)
     if unit == "s" and abs(value) >= 86400 * 2:
-        return f"{_positional(value / 86400, digits)} days"
+        return f"{_unprefixed(value / 86400, digits)} days"
     if unit == "s" and abs(value) >= 3600:
-        return f"{_positional(value / 3600, digits)} h"
+        return f"{_unprefixed(value / 3600, digits)} h"
     if unit == "s" and abs(value) >= 1000:  # "16.7 min", not "1 ks"
-        return f"{_positional(value / 60, digits)} min"
+        return f"{_unprefixed(value / 60, digits)} min"
     mag = abs(_round(value, digits))
     if mag == 0:
         return f"0 {unit}"
