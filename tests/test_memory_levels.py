@@ -38,8 +38,9 @@ def test_host_transfer_runs_in_parallel_over_each_chips_link():
     assert ml.host_transfer_seconds("h100", 140e9, chips=8) == pytest.approx(140e9 / (8 * 64e9))
 
 
-def test_gb200_host_link_is_nvlink_c2c():
-    assert ml.level_bytes_per_s("gb200", "host") == 450e9
+def test_gb200_host_link_is_its_share_of_the_superchips_nvlink_c2c():
+    # GB200 datasheet: NVLink-C2C 900 GB/s (both directions) per superchip of 2 GPUs -> 900e9 / 2 / 2 one way
+    assert ml.level_bytes_per_s("gb200", "host") == 900e9 / 2 / 2
 
 
 def test_smem_capacity_is_per_sm_times_sms():
