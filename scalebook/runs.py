@@ -20,7 +20,7 @@ How the fields are counted:
   per-chip rate, which counts recomputation when `reported_flops_include_recompute` is true.
   `reported_tokens_per_s` is for the whole run, `reported_step_seconds` one optimizer step.
 
-Runs on chips scalebook does not model, or whose layout is not published, are in
+Runs on chips scalebook has no fitted efficiency for, or whose layout is not published, are in
 `not_modelled()` with the reason.
 """
 from __future__ import annotations

@@ -28,7 +28,7 @@ How the fields are counted:
   dense bf16 peak (0.76, not 76).
 - `published_params`: the model size the source states, to check the model's count against.
 
-Results on chips scalebook does not model, or without a fixed shape and an absolute figure, are in
+Results on chips scalebook has no fitted efficiency for, or without a fixed shape and an absolute figure, are in
 `not_modelled()` with the reason.
 """
 from __future__ import annotations
