@@ -152,10 +152,30 @@ def test_format_glued_matches_what_myst_nb_shows(spec, text, shown):
     assert make_notebooks.format_glued(text, spec) == shown
 
 
-def test_author_year_labels():
-    assert make_notebooks._author_year("Williams, Samuel and Waterman, Andrew and Patterson, David", "2009") == "Williams et al., 2009"
-    assert make_notebooks._author_year("Ada Lovelace and Babbage, Charles", "1843") == "Lovelace and Babbage, 1843"
-    assert make_notebooks._author_year("{Google Cloud}", "2025") == "Google Cloud, 2025"
+BIB = """
+@article{w, author = {Williams, Samuel and Waterman, Andrew and Patterson, David}, title = {Roofline}, year = {2009}}
+@misc{lb, author = {Ada Lovelace and Babbage, Charles}, title = {Notes}, year = {1843}}
+@misc{gz, author = {{Google Cloud}}, title = {Zeta}, year = {2025}}
+@misc{ga, author = {{Google Cloud}}, title = {Alpha}, year = {2025}}
+"""
+
+
+def test_author_year_labels_name_one_two_or_many_authors_and_letter_shared_ones(tmp_path):
+    bib = tmp_path / "refs.bib"
+    bib.write_text(BIB)
+    labels = make_notebooks.author_year_labels(bib)
+    assert labels["w"] == "Williams et al., 2009"
+    assert labels["lb"] == "Lovelace and Babbage, 1843"
+    # two works with one author and year: lettered in title order, as the references page sorts them
+    assert (labels["ga"], labels["gz"]) == ("Google Cloud, 2025a", "Google Cloud, 2025b")
+
+
+def test_notebook_citations_carry_the_letter_the_references_page_shows():
+    """Regression: the site's list said 'NVIDIA, 2024b' while the text said 'NVIDIA, 2024'."""
+    labels = make_notebooks.bibliography()
+    nvidia_2024 = sorted(v for v in labels.values() if v.startswith("NVIDIA, 2024"))
+    assert len(nvidia_2024) > 1 and "NVIDIA, 2024" not in nvidia_2024
+    assert len(set(labels.values())) == len(labels)
 
 
 # ------------------------------------------------------------------ the install cell's logic

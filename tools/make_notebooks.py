@@ -41,6 +41,8 @@ import jupytext
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from scalebook_site import author_year_labels  # noqa: E402  (the site's labels, letter for letter)
 SOURCES = ("chapters", "exercises")
 KINDS = {"chapters": "chapter", "exercises": "problems"}
 CACHE = "build/glue"  # glued values per page, keyed by a hash of the page and the package
@@ -119,36 +121,9 @@ def is_install_cell(cell) -> bool:
 
 @lru_cache(maxsize=1)
 def bibliography() -> dict[str, str]:
-    """Author-year labels from book/references.bib: key -> "Williams et al., 2009"."""
-    text = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
-    out = {}
-    for entry in re.split(r"(?m)^@", text)[1:]:
-        key = re.match(r"\w+\s*\{\s*([^,\s]+)\s*,", entry)
-        if not key:
-            continue
-        fields = {m.group(1).lower(): m.group(2) for m in
-                  re.finditer(r"(?m)^\s*(\w+)\s*=\s*[{\"](.*?)[}\"]\s*,?\s*$", entry)}
-        out[key.group(1)] = _author_year(fields.get("author", ""), fields.get("year", "n.d."))
-    return out
-
-
-def _surname(author: str) -> str:
-    author = author.strip()
-    if author.startswith("{") and author.endswith("}"):
-        return author[1:-1]  # a corporate author: {Google Cloud}
-    name = author.split(",")[0] if "," in author else author.split()[-1]
-    return name.replace("{", "").replace("}", "")
-
-
-def _author_year(authors: str, year: str) -> str:
-    names = [_surname(a) for a in re.split(r"\s+and\s+", authors) if a.strip()] or ["Anonymous"]
-    if len(names) == 1:
-        who = names[0]
-    elif len(names) == 2:
-        who = f"{names[0]} and {names[1]}"
-    else:
-        who = f"{names[0]} et al."
-    return f"{who}, {year}"
+    """Author-year labels from book/references.bib, exactly as the site prints them:
+    key -> "Williams et al., 2009" ("NVIDIA, 2024b" where several works share author and year)."""
+    return author_year_labels(ROOT / "book" / "references.bib")
 
 
 def _cite(keys: str) -> str:

@@ -5,8 +5,9 @@
   `_static/mathjax`, and Sphinx's `mathjax_path` points there: no page asks a CDN for it, so
   formulas render offline. A build without it stops with the command that installs it.
 - **Author-year bibliography.** A pybtex style `authoryear` labels each entry "Williams et al.,
-  2009" (the form of the in-text citations, `bibtex_reference_style = "author_year"`) and sorts
-  by author, year, title; `_config.yml` makes it the default style.
+  2009" (with a letter where two entries would share it: "NVIDIA, 2024b") and sorts by author,
+  year, title; `_config.yml` makes it the default style. The in-text citations print that same
+  label in round brackets (reference style `authoryear_label`).
 - **Alt text for every figure.** Figures from `scalebook.plots` carry a description in their PNG
   (`Description` text chunk, written by `scalebook.plots._style`); each image a cell outputs gets
   it as its `alt`. An output image without one is logged; tools/browser_check.py fails on it.
@@ -107,7 +108,39 @@ def _author_year_label(entry) -> str:
     return f"{who}, {entry.fields.get('year', 'n.d.')}"
 
 
+def _with_letters(labels: list[str]) -> list[str]:
+    """Append a, b, ... to labels that several entries share ('NVIDIA, 2024a'), in the given order."""
+    counts = {lab: labels.count(lab) for lab in labels}
+    seen: dict[str, int] = {}
+    out = []
+    for lab in labels:
+        if counts[lab] > 1:
+            seen[lab] = seen.get(lab, 0) + 1
+            lab += "abcdefghijklmnopqrstuvwxyz"[seen[lab] - 1]
+        out.append(lab)
+    return out
+
+
+def author_year_labels(bib_path) -> dict[str, str]:
+    """key -> the label the site prints for it ('Williams et al., 2009', 'NVIDIA, 2024b').
+
+    The letters follow the bibliography's sort (author, year, title) over every entry of the file;
+    the references page lists every entry (each one is cited), so the notebooks' citations
+    (tools/make_notebooks.py) match the site's letter for letter.
+    """
+    from pybtex.database import parse_file
+    from pybtex.plugin import find_plugin
+
+    _register_bib_style()
+    entries = list(parse_file(str(bib_path)).entries.values())
+    ordered = find_plugin("pybtex.style.sorting", "author_year_title")().sort(entries)
+    labels = _with_letters([_author_year_label(e) for e in ordered])
+    return {e.key: lab for e, lab in zip(ordered, labels)}
+
+
 def _register_bib_style() -> None:
+    from dataclasses import dataclass, field
+
     from pybtex.plugin import register_plugin
     from pybtex.style.formatting.unsrt import Style as Unsrt
     from pybtex.style.labels import BaseLabelStyle
@@ -116,15 +149,7 @@ def _register_bib_style() -> None:
         """'Williams et al., 2009'; a letter is appended where two entries would share a label."""
 
         def format_labels(self, sorted_entries):
-            labels = [_author_year_label(e) for e in sorted_entries]
-            counts = {lab: labels.count(lab) for lab in labels}
-            seen: dict[str, int] = {}
-            for lab in labels:
-                if counts[lab] > 1:
-                    seen[lab] = seen.get(lab, 0) + 1
-                    yield lab + "abcdefghijklmnopqrstuvwxyz"[seen[lab] - 1]
-                else:
-                    yield lab
+            yield from _with_letters([_author_year_label(e) for e in sorted_entries])
 
     class AuthorYearStyle(Unsrt):
         default_label_style = AuthorYearLabels
@@ -132,6 +157,29 @@ def _register_bib_style() -> None:
 
     register_plugin("pybtex.style.labels", "authoryear", AuthorYearLabels, force=True)
     register_plugin("pybtex.style.formatting", "authoryear", AuthorYearStyle, force=True)
+
+    try:
+        from sphinxcontrib.bibtex.plugin import register_plugin as register_reference_style
+        from sphinxcontrib.bibtex.style.referencing import BracketStyle
+        from sphinxcontrib.bibtex.style.referencing.label import LabelReferenceStyle
+    except ImportError:  # tools/make_notebooks.py needs only the labels
+        return
+
+    def round_brackets() -> BracketStyle:
+        return BracketStyle(left="(", right=")", sep="; ", sep2="; ", last_sep="; ")
+
+    @dataclass
+    class AuthorYearLabelReferences(LabelReferenceStyle):
+        """In-text citations print the bibliography's own label, '(NVIDIA, 2024b)', so that two
+        works by the same authors in the same year are told apart in the text as in the list
+        (sphinxcontrib-bibtex's author_year style prints the year without the letter)."""
+
+        bracket_parenthetical: BracketStyle = field(default_factory=round_brackets)
+        bracket_textual: BracketStyle = field(default_factory=round_brackets)
+        bracket_label: BracketStyle = field(default_factory=round_brackets)
+
+    register_reference_style("sphinxcontrib.bibtex.style.referencing", "authoryear_label",
+                             AuthorYearLabelReferences, force=True)
 
 
 # ---------------------------------------------------------------- alt text from the PNG
