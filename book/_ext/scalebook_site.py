@@ -125,7 +125,7 @@ def author_year_labels(bib_path) -> dict[str, str]:
     """key -> the label the site prints for it ('Williams et al., 2009', 'NVIDIA, 2024b').
 
     The letters follow the bibliography's sort (author, year, title) over every entry of the file;
-    the references page lists every entry (each one is cited), so the notebooks' citations
+    the references page lists every entry (`:all:`), so the notebooks' citations
     (tools/make_notebooks.py) match the site's letter for letter.
     """
     from pybtex.database import parse_file
