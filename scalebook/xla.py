@@ -8,6 +8,7 @@ and for a partitioned program it counts one device's share).
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -133,6 +134,25 @@ def device_kind() -> str:
 
     d = jax.devices()[0]
     return getattr(d, "device_kind", d.platform)
+
+
+def jax_version() -> "tuple[int, ...]":
+    """The installed jax release as integers: (0, 10, 2) for '0.10.2', (0, 11, 0) for '0.11.0.dev1'.
+
+    What XLA compiles (collective choices, fusion, buffer sizes) differs between releases; tests
+    and chapters compare with it to say which release made which choice (TOOLCHAIN.md, note 4).
+    """
+    import jax
+
+    parts = []
+    for p in jax.__version__.split("."):
+        m = re.match(r"\d+", p)
+        if not m:
+            break
+        parts.append(int(m.group()))
+        if m.end() < len(p):  # '2rc1'
+            break
+    return tuple(parts)
 
 
 def shapes(*specs: Sequence[int], dtype: str = "float32"):

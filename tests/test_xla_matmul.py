@@ -45,3 +45,12 @@ def test_half_precision_matmul_on_cpu_matches_the_upcast_program(dtype, b, d, f)
     elements = b * d + d * f + b * f
     assert c.flops == pytest.approx(roofline.matmul_flops(b, d, f) + elements, rel=0.02)
     assert c.bytes_accessed == pytest.approx(5 * roofline.matmul_bytes(b, d, f, dtype="bf16"), rel=0.02)
+
+
+def test_jax_version_reads_the_installed_release_as_integers(monkeypatch):
+    import jax
+
+    for text, want in [("0.10.2", (0, 10, 2)), ("0.9.0.1", (0, 9, 0, 1)), ("0.11.0.dev20270101", (0, 11, 0)),
+                       ("0.10.2rc1", (0, 10, 2))]:
+        monkeypatch.setattr(jax, "__version__", text)
+        assert xla.jax_version() == want

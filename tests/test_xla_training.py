@@ -272,7 +272,6 @@ def test_temporaries_are_gathered_weights_plus_what_autodiff_saves(run, buckets,
     # Batch-proportional: XLA keeps about what autodiff saves for the backward pass (read from
     # jax.vjp; XLA fuses a little of it away) ...
     saved = jt.saved_residuals(MODEL, mesh_shape=MESH, batch=BATCH, seq_len=SEQ)
-    assert per_token == pytest.approx(saved.bytes_per_token, rel=0.03)
     # ... which is about twice the package's count: it counts the 12 tensors per layer that a
     # hand-written backward needs and one fp32 copy of the logits; autodiff of this plain-JAX
     # model also saves x / rms next to each norm's output, keys before and after RoPE, the
@@ -280,16 +279,29 @@ def test_temporaries_are_gathered_weights_plus_what_autodiff_saves(run, buckets,
     # and the exp of the logits.
     package_per_token = (e.activation_bytes + e.logits_bytes) / tokens
     assert 1.7 < saved.bytes_per_token / package_per_token < 2.1
+    if xla.jax_version() >= (0, 10, 2):
+        assert per_token == pytest.approx(saved.bytes_per_token, rel=0.03)
+    else:
+        # jax 0.7.2 to 0.10.1 (measured on 0.7.2, 0.8.0, 0.9.0, 0.10.0, 0.10.1) keep about a
+        # quarter less per token than autodiff saves (29,784 B against 38,517 B); still more
+        # than a hand-written backward needs.
+        assert package_per_token < per_token < 0.97 * saved.bytes_per_token
     # Batch-independent: the gathered weights of every layer (the CPU scheduler issues all
     # AllGathers, forward and backward, at the start, and XLA's peak is at the turn from
     # forward to backward, before any gradient exists) and the embedding gradient's [V / tp, D]
     # accumulator, which the scatter-add zeroes at the start.
     gathered = total(buckets["fsdp gather forward"])
     embed_grad = TOP_W["embed"]
-    assert fixed == pytest.approx(gathered + embed_grad, rel=0.001)
-    # The package holds 2 gathered layers and the sharded gradients instead; with L = 2 the
-    # two come within a few percent of each other by coincidence, not by design.
-    assert fixed == pytest.approx(e.gathered_weights_bytes + e.grads_bytes, rel=0.05)
+    if xla.jax_version() >= (0, 10, 2):
+        assert fixed == pytest.approx(gathered + embed_grad, rel=0.001)
+        # The package holds 2 gathered layers and the sharded gradients instead; with L = 2 the
+        # two come within a few percent of each other by coincidence, not by design.
+        assert fixed == pytest.approx(e.gathered_weights_bytes + e.grads_bytes, rel=0.05)
+    else:
+        # jax 0.7.2 to 0.10.1 peak with every layer's gathered weights and the embedding
+        # gradient, but without all of the gathered embedding and unembedding tables.
+        layers = L * sum(LAYER_W.values())
+        assert layers + embed_grad < fixed < gathered + embed_grad
 
 
 def test_total_memory_per_device_agrees_once_activations_are_what_autodiff_saves(run, est):
@@ -305,7 +317,12 @@ def test_total_memory_per_device_agrees_once_activations_are_what_autodiff_saves
     saved = jt.saved_residuals(MODEL, mesh_shape=MESH, batch=BATCH, seq_len=SEQ).bytes
     extras = (m.argument_bytes - e.params_bytes - e.optimizer_bytes) + (m.output_bytes - m.alias_bytes)
     adjusted = e.bytes - e.activation_bytes - e.logits_bytes + saved + extras
-    assert xla_total == pytest.approx(adjusted, rel=0.03)
+    if xla.jax_version() >= (0, 10, 2):
+        assert xla_total == pytest.approx(adjusted, rel=0.03)
+    else:
+        # jax 0.7.2 to 0.10.1 keep less than autodiff saves and fewer gathered tables (the test
+        # above), so the total lands below the adjusted figure (and above the package's).
+        assert xla_total < 0.97 * adjusted
 
 
 # ------------------------------------------------------------------ layout and input checks
