@@ -98,16 +98,28 @@ NORM_TP_EXTRA = (2 * L + 1) * D * F32 * (1 - 1 / TP)
 # ------------------------------------------------------------------ sorting the HLO's collectives
 
 
+#: The cross-entropy's per-token reductions over the vocab shards: [B / fsdp, T] (or [..., 1]).
+PER_TOKEN = (f"f32[{BATCH // FSDP},{SEQ}]", f"f32[{BATCH // FSDP},{SEQ},1]")
+
+
 def bucket(a):
-    """The one bucket each array moved by a collective of the compiled step belongs to."""
+    """The one bucket each array moved by a collective of the compiled step belongs to.
+
+    The loss's scalar and the per-token reductions are told apart by shape: jax 0.9 labels every
+    array of a combined AllReduce with the metadata of the op's first array (the loss's batch sum
+    then reads as a backward op, a softmax reduction as an attention gradient); jax 0.10 keeps
+    each array's own (seen on 0.9.0 and 0.10.0).
+    """
     op = a.op_name
     if a.axes == ("fsdp",):
         if a.kind == "all-gather":
             return f"fsdp gather {a.phase}"
-        if a.kind == "all-reduce" and a.phase == "backward":
-            return "fsdp gradient reduce-scatter"  # CPU: all-reduce + dynamic-slice
         if a.kind == "all-reduce" and a.shape == "f32[]":
             return "loss: mean over the batch"
+        if a.kind == "all-reduce" and a.phase == "backward":
+            return "fsdp gradient reduce-scatter"  # CPU: all-reduce + dynamic-slice
+    if a.axes == ("tp",) and a.kind == "all-reduce" and a.shape in PER_TOKEN:
+        return "tp: cross-entropy over vocab shards"
     if a.axes == ("tp",) and a.kind == "all-reduce":
         if a.phase == "forward" and ("btnh,nhd->btd" in op or "btf,fd->btd" in op):
             return "tp forward: attention and MLP outputs"
@@ -119,8 +131,6 @@ def bucket(a):
             return "tp: vocab-parallel embedding lookup"
         if a.phase == "backward" and "btd,dv->btv" in op:
             return "tp: unembedding input gradient"
-        if a.phase == "forward" and any(k in op for k in ("reduce_max", "reduce_sum", "take_along_axis")):
-            return "tp: cross-entropy over vocab shards"
     return None
 
 
