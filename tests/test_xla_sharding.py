@@ -1,6 +1,6 @@
 """XLA cross-check (chapter 3): the collectives `sharding.plan` predicts vs those in compiled HLO.
 
-On 8 simulated CPU devices as a 4x2 mesh (X major, Y minor), jax 0.9.0 to 0.10.2, fp32 (CPU computes bf16
+On 8 simulated CPU devices as a 4x2 mesh (X major, Y minor), jax 0.7.2 to 0.10.2, fp32 (CPU computes bf16
 dots in f32). XLA picks among equivalent decompositions; each one it uses is named here:
 
 - `xla.CPU_EQUIVALENTS`: ReduceScatter -> AllReduce of the same V + dynamic-slice.

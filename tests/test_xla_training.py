@@ -1,7 +1,8 @@
 """XLA cross-check (chapter 5): a real FSDP x TP training step against `training.estimate`.
 
 `jax_training.train` runs a 2-layer model (D 256, 8 query / 4 kv heads, F 512, V 512) for a few
-Adam steps on a 4x2 mesh ("fsdp" x "tp", 8 simulated CPU devices, jax 0.10.2, fp32, B 16, T 64),
+Adam steps on a 4x2 mesh ("fsdp" x "tp", 8 simulated CPU devices, fp32, B 16, T 64; described
+for jax 0.10.2, with what jax 0.7.2 to 0.10.1 compile differently said where it is checked),
 ZeRO-3 over fsdp (each layer's weights gathered before its forward and again before its
 backward, `regather=True`) and Megatron TP over tp. The package prices the same strategy with
 `training.estimate`. Every collective XLA compiled is put in one bucket below, and each bucket
