@@ -8,7 +8,7 @@ dots in f32). XLA picks among equivalent decompositions; each one it uses is nam
   operand + AllReducing the partial sums, XLA takes the one with fewer collected bytes (ties:
   gather), and always gathers when the output is fully replicated (TOOLCHAIN.md, note 14).
 - `xla.spreads_over_replicated_major_axis()`: with a fully replicated output, a collective over
-  Y alone runs over X and Y with the same V (jax 0.10.0 and newer; jax 0.9 keeps it over Y).
+  Y alone runs over X and Y with the same V (jax 0.10.0 and newer; older releases keep it over Y).
 - Not modelled: when Y shards different dimensions of A and B, XLA reshards with a
   collective-permute; `test_minor_axis_conflicts_are_resharded_with_a_collective_permute` pins it
   and the generated shardings leave those out.
@@ -148,7 +148,7 @@ def test_case_3_over_the_minor_axis_with_replicated_output_spreads_over_both_axe
     p, c = predicted_and_compiled("A[I, J_Y] @ B[J_Y, K]")
     assert [s.axes for s in p.collectives] == [("Y",)]
     assert xla.signature(c) == xla.expected_on_cpu(p)
-    # jax 0.10.0 and newer spread the AllReduce over both axes; jax 0.9 keeps the plan's Y.
+    # jax 0.10.0 and newer spread the AllReduce over both axes; older releases keep the plan's Y.
     spread = xla.jax_version() >= (0, 10, 0)
     assert xla.signature(c)[0][:2] == ("all-reduce", ("X", "Y") if spread else ("Y",))
 
