@@ -8,6 +8,7 @@ and for a partitioned program it counts one device's share).
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -135,6 +136,25 @@ def device_kind() -> str:
     return getattr(d, "device_kind", d.platform)
 
 
+def jax_version() -> "tuple[int, ...]":
+    """The installed jax release as integers: (0, 10, 2) for '0.10.2', (0, 11, 0) for '0.11.0.dev1'.
+
+    What XLA compiles (collective choices, fusion, buffer sizes) differs between releases; tests
+    and chapters compare with it to say which release made which choice (TOOLCHAIN.md, note 4).
+    """
+    import jax
+
+    parts = []
+    for p in jax.__version__.split("."):
+        m = re.match(r"\d+", p)
+        if not m:
+            break
+        parts.append(int(m.group()))
+        if m.end() < len(p):  # '2rc1'
+            break
+    return tuple(parts)
+
+
 def shapes(*specs: Sequence[int], dtype: str = "float32"):
     """`jax.ShapeDtypeStruct`s for compiling without allocating: `shapes((8, 16), (16, 4))`."""
     import jax
@@ -153,9 +173,11 @@ HLO_COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "
 #: the same array V followed by a local dynamic-slice (each device keeps its block).
 CPU_EQUIVALENTS = {"reduce-scatter": "all-reduce"}
 
-#: With a fully replicated output, XLA on CPU turns a collective over the minor mesh axes only
-#: into one over all mesh axes of the same V (see `expected_on_cpu`).
-SPREAD_OVER_REPLICATED_MAJOR_AXIS = True
+def spreads_over_replicated_major_axis() -> bool:
+    """Whether XLA on CPU turns a collective over the minor mesh axes only into one over all mesh
+    axes of the same V when the output is fully replicated (see `expected_on_cpu`): jax 0.10.0 and
+    newer do; jax 0.9 and older keep it over the minor axes (TOOLCHAIN.md, note 4)."""
+    return jax_version() >= (0, 10, 0)
 
 _HLO_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8, "s32": 4, "u32": 4, "s8": 1, "u8": 1, "pred": 1,
               "s64": 8, "u64": 8, "s16": 2, "u16": 2, "f8e4m3fn": 1, "f8e5m2": 1}
@@ -471,14 +493,15 @@ def expected_on_cpu(plan: Any) -> "tuple[tuple[str, tuple[str, ...], float, floa
 
     - `CPU_EQUIVALENTS`: a ReduceScatter appears as an AllReduce of the same V (whose devices each
       send twice the bytes) followed by a dynamic-slice.
-    - `SPREAD_OVER_REPLICATED_MAJOR_AXIS`: when the output is fully replicated, a collective over
-      minor mesh axes only (Y of an X-by-Y mesh) spans every mesh axis, with the same V: XLA first
-      slices the copies that are replicated along X, so that all devices share the work.
+    - `spreads_over_replicated_major_axis()` (jax 0.10.0 and newer): when the output is fully
+      replicated, a collective over minor mesh axes only (Y of an X-by-Y mesh) spans every mesh
+      axis, with the same V: XLA first slices the copies that are replicated along X, so that all
+      devices share the work.
 
     Axes are put in mesh order.
     """
     out = []
-    spread = SPREAD_OVER_REPLICATED_MAJOR_AXIS and plan.spec.out is not None and not any(plan.spec.out.axes)
+    spread = plan.spec.out is not None and not any(plan.spec.out.axes) and spreads_over_replicated_major_axis()
     major = next(iter(plan.mesh))
     for s in plan.collectives:
         kind = CPU_EQUIVALENTS.get(s.kind, s.kind)

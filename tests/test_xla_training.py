@@ -1,7 +1,8 @@
 """XLA cross-check (chapter 5): a real FSDP x TP training step against `training.estimate`.
 
 `jax_training.train` runs a 2-layer model (D 256, 8 query / 4 kv heads, F 512, V 512) for a few
-Adam steps on a 4x2 mesh ("fsdp" x "tp", 8 simulated CPU devices, jax 0.10.2, fp32, B 16, T 64),
+Adam steps on a 4x2 mesh ("fsdp" x "tp", 8 simulated CPU devices, fp32, B 16, T 64; described
+for jax 0.10.2, with what jax 0.7.2 to 0.10.1 compile differently said where it is checked),
 ZeRO-3 over fsdp (each layer's weights gathered before its forward and again before its
 backward, `regather=True`) and Megatron TP over tp. The package prices the same strategy with
 `training.estimate`. Every collective XLA compiled is put in one bucket below, and each bucket
@@ -98,16 +99,28 @@ NORM_TP_EXTRA = (2 * L + 1) * D * F32 * (1 - 1 / TP)
 # ------------------------------------------------------------------ sorting the HLO's collectives
 
 
+#: The cross-entropy's per-token reductions over the vocab shards: [B / fsdp, T] (or [..., 1]).
+PER_TOKEN = (f"f32[{BATCH // FSDP},{SEQ}]", f"f32[{BATCH // FSDP},{SEQ},1]")
+
+
 def bucket(a):
-    """The one bucket each array moved by a collective of the compiled step belongs to."""
+    """The one bucket each array moved by a collective of the compiled step belongs to.
+
+    The loss's scalar and the per-token reductions are told apart by shape: jax 0.9 labels every
+    array of a combined AllReduce with the metadata of the op's first array (the loss's batch sum
+    then reads as a backward op, a softmax reduction as an attention gradient); jax 0.10 keeps
+    each array's own (seen on 0.9.0 and 0.10.0).
+    """
     op = a.op_name
     if a.axes == ("fsdp",):
         if a.kind == "all-gather":
             return f"fsdp gather {a.phase}"
-        if a.kind == "all-reduce" and a.phase == "backward":
-            return "fsdp gradient reduce-scatter"  # CPU: all-reduce + dynamic-slice
         if a.kind == "all-reduce" and a.shape == "f32[]":
             return "loss: mean over the batch"
+        if a.kind == "all-reduce" and a.phase == "backward":
+            return "fsdp gradient reduce-scatter"  # CPU: all-reduce + dynamic-slice
+    if a.axes == ("tp",) and a.kind == "all-reduce" and a.shape in PER_TOKEN:
+        return "tp: cross-entropy over vocab shards"
     if a.axes == ("tp",) and a.kind == "all-reduce":
         if a.phase == "forward" and ("btnh,nhd->btd" in op or "btf,fd->btd" in op):
             return "tp forward: attention and MLP outputs"
@@ -119,8 +132,6 @@ def bucket(a):
             return "tp: vocab-parallel embedding lookup"
         if a.phase == "backward" and "btd,dv->btv" in op:
             return "tp: unembedding input gradient"
-        if a.phase == "forward" and any(k in op for k in ("reduce_max", "reduce_sum", "take_along_axis")):
-            return "tp: cross-entropy over vocab shards"
     return None
 
 
@@ -272,7 +283,6 @@ def test_temporaries_are_gathered_weights_plus_what_autodiff_saves(run, buckets,
     # Batch-proportional: XLA keeps about what autodiff saves for the backward pass (read from
     # jax.vjp; XLA fuses a little of it away) ...
     saved = jt.saved_residuals(MODEL, mesh_shape=MESH, batch=BATCH, seq_len=SEQ)
-    assert per_token == pytest.approx(saved.bytes_per_token, rel=0.03)
     # ... which is about twice the package's count: it counts the 12 tensors per layer that a
     # hand-written backward needs and one fp32 copy of the logits; autodiff of this plain-JAX
     # model also saves x / rms next to each norm's output, keys before and after RoPE, the
@@ -280,16 +290,29 @@ def test_temporaries_are_gathered_weights_plus_what_autodiff_saves(run, buckets,
     # and the exp of the logits.
     package_per_token = (e.activation_bytes + e.logits_bytes) / tokens
     assert 1.7 < saved.bytes_per_token / package_per_token < 2.1
+    if xla.jax_version() >= (0, 10, 2):
+        assert per_token == pytest.approx(saved.bytes_per_token, rel=0.03)
+    else:
+        # jax 0.7.2 to 0.10.1 (measured on 0.7.2, 0.8.0, 0.9.0, 0.10.0, 0.10.1) keep about a
+        # quarter less per token than autodiff saves (29,784 B against 38,517 B); still more
+        # than a hand-written backward needs.
+        assert package_per_token < per_token < 0.97 * saved.bytes_per_token
     # Batch-independent: the gathered weights of every layer (the CPU scheduler issues all
     # AllGathers, forward and backward, at the start, and XLA's peak is at the turn from
     # forward to backward, before any gradient exists) and the embedding gradient's [V / tp, D]
     # accumulator, which the scatter-add zeroes at the start.
     gathered = total(buckets["fsdp gather forward"])
     embed_grad = TOP_W["embed"]
-    assert fixed == pytest.approx(gathered + embed_grad, rel=0.001)
-    # The package holds 2 gathered layers and the sharded gradients instead; with L = 2 the
-    # two come within a few percent of each other by coincidence, not by design.
-    assert fixed == pytest.approx(e.gathered_weights_bytes + e.grads_bytes, rel=0.05)
+    if xla.jax_version() >= (0, 10, 2):
+        assert fixed == pytest.approx(gathered + embed_grad, rel=0.001)
+        # The package holds 2 gathered layers and the sharded gradients instead; with L = 2 the
+        # two come within a few percent of each other by coincidence, not by design.
+        assert fixed == pytest.approx(e.gathered_weights_bytes + e.grads_bytes, rel=0.05)
+    else:
+        # jax 0.7.2 to 0.10.1 peak with every layer's gathered weights and the embedding
+        # gradient, but without all of the gathered embedding and unembedding tables.
+        layers = L * sum(LAYER_W.values())
+        assert layers + embed_grad < fixed < gathered + embed_grad
 
 
 def test_total_memory_per_device_agrees_once_activations_are_what_autodiff_saves(run, est):
@@ -305,7 +328,12 @@ def test_total_memory_per_device_agrees_once_activations_are_what_autodiff_saves
     saved = jt.saved_residuals(MODEL, mesh_shape=MESH, batch=BATCH, seq_len=SEQ).bytes
     extras = (m.argument_bytes - e.params_bytes - e.optimizer_bytes) + (m.output_bytes - m.alias_bytes)
     adjusted = e.bytes - e.activation_bytes - e.logits_bytes + saved + extras
-    assert xla_total == pytest.approx(adjusted, rel=0.03)
+    if xla.jax_version() >= (0, 10, 2):
+        assert xla_total == pytest.approx(adjusted, rel=0.03)
+    else:
+        # jax 0.7.2 to 0.10.1 keep less than autodiff saves and fewer gathered tables (the test
+        # above), so the total lands below the adjusted figure (and above the package's).
+        assert xla_total < 0.97 * adjusted
 
 
 # ------------------------------------------------------------------ layout and input checks
