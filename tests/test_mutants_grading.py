@@ -40,7 +40,8 @@ class FakeKernel:
         FakeKernel.made.append(self)
 
     def execute(self, env, **streams):
-        self.env = dict(env)
+        self.env, self.streams = dict(env), streams
+        self.options["log"].debug("starting")  # nbclient logs through the logger it is given
         record, namespace, count = env["SCALEBOOK_RECORD"], {}, 0
         for i, cell in enumerate(self.nb.cells):
             if cell.cell_type != "code":
@@ -242,6 +243,25 @@ def test_a_path_that_is_not_a_string_or_a_path_is_refused(path, shown):
     assert str(e.value) == f"the notebook must be a path (a string or a Path), got {shown}"
 
 
+LONG = [1] * 50  # its repr is 148 characters: a message shows the first 57 and "..."
+LONG_SHOWN = "[" + "1, " * 18 + "1,..."
+
+
+def test_a_long_bad_value_is_shown_cut_to_60_characters(tmp_path):
+    with pytest.raises(Error) as e:
+        grade(LONG)
+    assert str(e.value) == f"the notebook must be a path (a string or a Path), got {LONG_SHOWN}"
+    with pytest.raises(Error) as e:
+        notebooks_in(LONG)
+    assert str(e.value) == f"the folder must be a path (a string or a Path), got {LONG_SHOWN}"
+    with pytest.raises(Error) as e:
+        grade(tmp_path / "01-rooflines.ipynb", timeout_s=LONG)
+    assert str(e.value) == f"timeout_s must be a positive number of seconds, got {LONG_SHOWN}"
+    with pytest.raises(Error) as e:
+        grade(tmp_path / "01-rooflines.ipynb", kernel_name=LONG)
+    assert str(e.value) == f"kernel_name must be the name of a Jupyter kernel (like 'python3'), got {LONG_SHOWN}"
+
+
 def test_grading_without_nbformat_says_what_to_install(monkeypatch, tmp_path):
     import sys
 
@@ -276,6 +296,7 @@ def test_a_chapter_notebook_is_not_a_problem_notebook_and_the_problem_notebook_i
     ("Copy of 03-sharding (2).ipynb", "03-sharding"),       # a page named anywhere in the name
     ("01-rooflines-second-try.ipynb", "01-rooflines"),
     ("01-rooflines then 06-training-llama.ipynb", "06-training-llama"),  # two named: the longer name
+    ("06-training-llama, not 07-inference.ipynb", "06-training-llama"),
     ("05_mine.ipynb", "05-training"),                        # a leading number, then - _ or a space
     ("05 mine.ipynb", "05-training"),
     ("02-mine.ipynb", "02-accelerators"),                    # 02 is not 02b
@@ -307,6 +328,12 @@ def test_a_myst_solution_marker_outside_code_is_a_solution(marker, kind):
     assert solutions_in(notebook("x = 1", cell)) == "cell 2 has the book's worked solutions (a MyST solution block)"
 
 
+def test_cells_after_text_or_code_that_does_not_parse_are_still_read():
+    text = nbformat.v4.new_markdown_cell("my notes")
+    assert solutions_in(notebook(text, "answer = f(2)\ncheck('1.1', answer)")) == SOLVED.format(n=2, pid="1.1")
+    assert solutions_in(notebook("answer = (", "answer = f(2)\ncheck('1.1', answer)")) == SOLVED.format(n=2, pid="1.1")
+
+
 def test_a_solution_marker_inside_code_is_not_a_myst_block():
     assert solutions_in(notebook('note = "{solution-start}"')) is None
 
@@ -324,6 +351,8 @@ SOLVED = ("cell {n} computes `answer` and checks problem {pid} in one cell, as t
     'answer = 1\nanswer *= 2\ncheck("1.1", answer)',            # updated in place, even by a literal
     'answer = f(2)\nscalebook.exercises.check("1.1", answer)',  # check reached as an attribute
     '%time answer = 1\nanswer = f(2)\n!ls\ncheck("1.1", answer)',  # magics and shell lines do not hide it
+    'for i in r:\n    %time g()\n    answer = f(i)\ncheck("1.1", answer)',  # nor an indented magic
+    'answer = f(2); check("1.1", answer)',                   # on one line
     'answer = f(2)\ncheck("1.1", answer)\ncheck("1.2", answer)',  # the first problem checked is named
 ])
 def test_computing_answer_and_checking_it_in_one_cell_is_a_solution(source):
@@ -336,6 +365,7 @@ def test_computing_answer_and_checking_it_in_one_cell_is_a_solution(source):
     "answer = '7.6 ms'\ncheck('1.1', answer)",
     "answer = None\ncheck('1.1', answer)",
     "check('1.1', answer)\nanswer = f(2)",                      # the check comes before the computation
+    "check('1.1', answer); answer = f(2)",
     "answer = f(2)\ncheck(pid, answer)",                        # the problem is not named in the cell
     "answer = f(2)\nprint(answer)",                             # no check
     "other = f(2)\ncheck('1.1', other)",                        # not `answer`
@@ -363,9 +393,10 @@ def test_a_cell_is_named_by_its_number_and_first_line():
         "cell 1 (answer = 1 / 0)", "cell 2", "cell 3 (x = '" + "a" * 35 + "...)", "cell 4 (y = 'red')"]
 
 
-def test_a_first_line_of_exactly_40_characters_is_not_cut():
-    nb = notebook("z = '" + "b" * 34 + "'")
+def test_a_first_line_of_exactly_40_characters_is_not_cut_and_one_of_41_is():
+    nb = notebook("z = '" + "b" * 34 + "'", "z = '" + "b" * 35 + "'")
     assert grading._label(nb, 0) == "cell 1 (z = '" + "b" * 34 + "')"
+    assert grading._label(nb, 1) == "cell 2 (z = '" + "b" * 35 + "...)"
 
 
 def test_each_cell_that_raised_is_named_with_its_error_and_first_line_of_the_message():
@@ -440,6 +471,11 @@ def test_a_check_cell_that_never_ran_is_missing_and_named():
                                              "message": "its check() in cell 2 (if False:) never ran"}
 
 
+def test_a_check_in_a_comment_is_not_a_check_cell():
+    nb = notebook("x = 1", '# check("1.1", answer) once I have it')
+    assert score(nb, ["1.1"], [])["1.1"]["message"] == 'no check("1.1", answer) in the notebook: was its cell deleted?'
+
+
 def test_a_check_cell_that_does_not_parse_is_still_found_by_its_text():
     nb = notebook("x = 1", 'check("1.1", answer')
     assert score(nb, ["1.1"], [])["1.1"]["message"] == 'its check() in cell 2 (check("1.1", answer) never ran'
@@ -509,6 +545,9 @@ def test_a_copy_that_never_ran_is_farthest_from_any_execution_count():
     cells[3].execution_count = None
     v = dict(verdict("1.1", "correct", cells[0]), execution_count=900)
     assert score(nb, ["1.1"], [v])["1.1"]["status"] == "correct"
+    cells[0].execution_count = 500  # the only copy that ran, whatever its count, recorded the verdict
+    v = dict(verdict("1.1", "correct", cells[0]), execution_count=10)
+    assert score(nb, ["1.1"], [v])["1.1"]["status"] == "correct"
 
 
 def test_a_verdict_without_an_execution_count_is_placed_only_when_one_cell_has_its_source():
@@ -518,6 +557,14 @@ def test_a_verdict_without_an_execution_count_is_placed_only_when_one_cell_has_i
     a, c = code("answer = 1 / 0", 1, error=ZERO), code('check("1.1", answer)', 2)
     single = dict(verdict("1.1", "correct", c), execution_count=None)
     assert score(notebook(a, c), ["1.1"], [single])["1.1"]["status"] == "error"
+
+
+def test_a_verdict_without_an_execution_count_goes_to_the_one_cell_with_its_source():
+    # cell 0 checks 1.1 but never ran; the verdict came from cell 2 (its own source), after cell 1 raised
+    cells = [code('check("1.1", answer)'), code("answer = 1 / 0", 1, error=ZERO),
+             code('check("1.1", answer)  # mine', 2)]
+    v = dict(verdict("1.1", "correct", cells[2]), execution_count=None)
+    assert score(notebook(*cells), ["1.1"], [v])["1.1"]["status"] == "error"
 
 
 def test_a_verdict_from_no_cell_of_the_notebook_falls_back_to_the_first_check_cell():
@@ -697,6 +744,37 @@ def test_the_kernel_runs_in_the_notebook_s_folder_with_the_record_and_without_st
     assert not os.path.exists(run.env["SCALEBOOK_RECORD"])  # a temporary file, gone after grading
 
 
+def test_the_kernel_process_output_is_discarded(tmp_path):
+    import subprocess
+
+    grade(graded_notebook(tmp_path))
+    assert FakeKernel.made[0].streams == {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+
+
+def test_the_kernel_client_s_log_reaches_neither_the_terminal_nor_the_root_logger(tmp_path, capsys):
+    import logging
+
+    class Noisy(FakeKernel):
+        def execute(self, env, **streams):
+            self.options["log"].warning("Kernel didn't respond in 60 seconds")
+            return super().execute(env, **streams)
+
+    class Seen(logging.Handler):
+        records = []
+
+        def emit(self, record):
+            self.records.append(record)
+
+    nbclient.NotebookClient = Noisy  # restored by the autouse fixture's monkeypatch
+    seen = Seen()
+    logging.getLogger().addHandler(seen)
+    try:
+        grade(graded_notebook(tmp_path))
+    finally:
+        logging.getLogger().removeHandler(seen)
+    assert Seen.records == [] and capsys.readouterr().err == ""
+
+
 def test_the_notebook_s_own_installed_kernel_runs_it(tmp_path):
     nb = notebook("x = 1", kernelspec={"name": "julia-1.10", "display_name": "Julia"})
     grade(write(nb, tmp_path / "01-rooflines.ipynb"))
@@ -750,8 +828,9 @@ def test_a_folder_without_notebooks_or_a_path_that_is_not_a_folder_is_refused(tm
         notebooks_in(tmp_path / "nowhere")
     assert str(e.value) == (f"'{tmp_path}/nowhere' is not a folder: give the folder that holds your problem "
                             "notebooks (e.g. exercises/)")
-    with pytest.raises(Error, match="must be a path"):
+    with pytest.raises(Error) as e:
         notebooks_in(None)
+    assert str(e.value) == "the folder must be a path (a string or a Path), got None"
 
 
 def answered(page_ids, answers):
