@@ -70,10 +70,10 @@ def test_the_parameter_table_lists_parts_with_their_share():
 
 
 def test_the_markup_of_a_table():
-    html = tr.params(Transformer(name="t", layers=1, d_model=1, heads=1, d_ff=1, vocab=1, tied_embeddings=True))
+    p = tr.params(Transformer(name="t", layers=1, d_model=1, heads=1, d_ff=1, vocab=1, tied_embeddings=True))
     # D=1, N=H=1, K=1, F=1, V=1, tied: embedding 1, attention 4 x 1, MLP 3 x 1, norms (1 x 2 + 1) x 1
     right = "<td style='text-align:right'>"
-    assert html._repr_html_() == (
+    assert p._repr_html_() == (
         "<table><caption>Parameters of t</caption><thead><tr>"
         + "".join(f"<th style='text-align:right'>{h}</th>" for h in ("part", "params", "", "share"))
         + "</tr></thead><tbody>"
