@@ -170,15 +170,15 @@ def _computed(value: ast.AST | None) -> bool:
                                      for n in ast.walk(value))
 
 
-def _checked_ids(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, problem id) of every `check("id", ...)` call in a cell."""
+def _checked_ids(tree: ast.AST) -> list[tuple[tuple[int, int], str]]:
+    """((line, column), problem id) of every `check("id", ...)` call in a cell."""
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
                 and isinstance(node.args[0].value, str):
             f = node.func
             if (isinstance(f, ast.Name) and f.id == "check") or (isinstance(f, ast.Attribute) and f.attr == "check"):
-                out.append((node.lineno, node.args[0].value))
+                out.append(((node.lineno, node.col_offset), node.args[0].value))
     return out
 
 
@@ -211,13 +211,13 @@ def solutions_in(nb) -> str | None:
         tree = _code_of(source)
         if tree is None:
             continue
-        assigned = [node.lineno for node in ast.walk(tree)
+        assigned = [(node.lineno, node.col_offset) for node in ast.walk(tree)
                     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
                     and any(isinstance(t, ast.Name) and t.id == "answer"
                             for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))
                     and (isinstance(node, ast.AugAssign) or _computed(node.value))]
         checks = _checked_ids(tree)
-        later = [pid for line, pid in checks if assigned and line > min(assigned)]
+        later = [pid for at, pid in checks if assigned and at > min(assigned)]
         if later:
             return (f"cell {i} computes `answer` and checks problem {later[0]} in one cell, as the worked "
                     "solutions do: keep your answer in its own `answer = ...` cell and the check in the next")

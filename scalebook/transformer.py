@@ -683,6 +683,7 @@ def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, pha
       + N (2 d_c + d_R)). All N heads share one cached latent, so the intensity tends to
       2 N (2 d_c + d_R) / (b (d_c + d_R)), about N in bf16. MLA prefill is not modelled.
     """
+    model = _as_model(model)
     choose("phase", phase, ATTENTION_PHASES)
     require_positive(seq_len=seq_len, batch=batch)
     b = units.dtype_bytes(dtype)
