@@ -120,17 +120,17 @@ def link_bytes_per_s(chip: "str | Chip", link: str) -> float:
     """
     c = _chip(chip)
     choose("link", link, ("hbm", "ici", "ici_one_way", "dcn", "pcie"))
-    value = {
+    links = {
         "hbm": c.hbm_bytes_per_s,
         "ici": c.collective_bytes_per_s,
         "ici_one_way": c.ici_one_way_bytes_per_s,
         "dcn": c.dcn_bytes_per_s,
         "pcie": c.pcie_bytes_per_s,
-    }[link]
-    if value is None:
-        raise Error(f"{c.name} has no {link} bandwidth in the spec table; valid: hbm, ici"
-                    + (", dcn" if c.dcn_bytes_per_s else ""))
-    return value
+    }
+    if links[link] is None:
+        have = ", ".join(k for k, v in links.items() if v is not None)
+        raise Error(f"{c.name} has no {link} bandwidth in the spec table; valid: {have}")
+    return links[link]
 
 
 def op(

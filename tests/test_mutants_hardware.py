@@ -174,6 +174,20 @@ def test_b200_has_its_own_nvlink_and_no_borrowed_figures():
                                 "NVIDIA datasheets")
 
 
+def test_a_gpus_sources_name_where_each_group_of_its_figures_is_published():
+    assert chip("b200").sources["SMs, TMEM"] == "nvidiablackwellwp"
+    assert chip("a100").sources["scale-out NICs"] == "nvidiadgxa100"
+
+
+@pytest.mark.parametrize("name, nvlink", [("a100", 300e9), ("h100", 450e9), ("b200", 900e9), ("gb200", 900e9),
+                                          ("h800", 300e9)])
+def test_only_the_h200_borrows_its_nvlink_figure_from_its_generation(name, nvlink):
+    # NVLink 3 (A100): 12 links x 25 GB/s; NVLink 4: 18 x 25; NVLink 5: 18 x 50; H800: cut to 300
+    c = chip(name)
+    assert c.ici_one_way_bytes_per_s == nvlink
+    assert "NVLink" not in c.sources
+
+
 def test_gb200_is_a_rack_of_72_gpus_four_per_host():
     # NVL72: 18 compute trays of 2 superchips = 4 GPUs each; 3.6 TB/s of scale-out per rack
     c = chip("gb200")
@@ -189,7 +203,9 @@ def test_gb200_dense_peaks_per_gpu_are_the_superchip_sheet_halved_twice():
 
 def test_gb200_memory_and_host_link_are_its_own():
     # 8 TB/s of HBM per GPU; NVLink-C2C to Grace: 900 GB/s both ways = 450 GB/s one way
+    # 13.4 TB of HBM per rack of 72 GPUs = 186 GB each (B200 alone: 192 GB)
     c = chip("gb200")
+    assert c.hbm_bytes == 186e9
     assert c.hbm_bytes_per_s == 8e12
     assert c.pcie_bytes_per_s == 450e9
     assert c.sources["SMs and caches"] == "B200 figures (2 B200 + 1 Grace CPU per GB200; NVLink C2C to host)"
