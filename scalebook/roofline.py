@@ -200,15 +200,16 @@ def matmul_compute_dtype(chip: "str | Chip", dtype: str = "bf16", weight_dtype: 
 
     Both operands must meet in one dtype: the wider of the two, so int8 or int4 weights next to
     bf16 activations compute in bf16 (the weights are upcast), while int8 x int8 uses the int8 peak.
+    Two different dtypes of the same width (int8 x fp8, int4 x fp4) have no common narrow path and
+    meet in bf16.
     """
     c = _chip(chip)
     a, w = units.canonical_dtype(dtype), units.canonical_dtype(weight_dtype or dtype)
     if a == w:
         return c.compute_dtype(a)
-    wider = a if units.dtype_bytes(a) >= units.dtype_bytes(w) else w
-    if {a, w} == {"int8", "fp8"}:
-        wider = "bf16"
-    return c.compute_dtype(wider)
+    if units.dtype_bytes(a) == units.dtype_bytes(w):
+        return c.compute_dtype("bf16")
+    return c.compute_dtype(a if units.dtype_bytes(a) > units.dtype_bytes(w) else w)
 
 
 def matmul(

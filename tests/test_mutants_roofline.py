@@ -89,6 +89,13 @@ def test_int8_activations_meeting_bf16_weights_compute_in_bf16():
     assert roofline.matmul_compute_dtype("tpu-v5e", "int8", "bf16") == "bf16"
 
 
+@pytest.mark.parametrize("dtype, weight_dtype", [("int4", "fp4"), ("fp4", "int4"), ("int8", "fp8")])
+def test_an_integer_and_a_float_of_the_same_width_meet_in_bf16(dtype, weight_dtype):
+    # fp4 values such as 0.5 and 1.5 are not integers, so int8 cannot hold them; B200 has
+    # int8, fp8 and fp4 peaks, and none of them takes both operands
+    assert roofline.matmul_compute_dtype("b200", dtype, weight_dtype) == "bf16"
+
+
 def test_matmul_reads_each_array_in_its_own_dtype():
     # [4, 8] bf16 x [8, 16] int8 -> [4, 16] fp32: 4*8*2 + 8*16*1 + 4*16*4 = 64 + 128 + 256 bytes
     r = roofline.matmul("tpu-v5e", batch=4, d_model=8, d_ff=16, weight_dtype="int8", out_dtype="fp32")
