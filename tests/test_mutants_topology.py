@@ -200,6 +200,8 @@ def test_a_gpu_mesh_with_a_bad_size_or_name_is_refused():
 # --- chip counts -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, n, kind, shape", [
+    ("tpu-v5e", 1, "torus", "1x1"),
+    ("tpu-v5e", 64, "torus", "4x16"),           # a side of 16 that wraps beats the square 8x8 that does not
     ("tpu-v5e", 128, "torus", "8x16"),          # one side of 16 wraps; 128 has no 16x16
     ("tpu-v5e", 256, "torus", "16x16"),         # the whole pod
     ("tpu-v5e", 512, "multislice", "16x16x2"),  # two pods over DCN
@@ -209,12 +211,18 @@ def test_a_gpu_mesh_with_a_bad_size_or_name_is_refused():
     ("tpu-v5p", 64, "torus", "4x4x4"),          # a full cube wraps on every side
     ("tpu-v5p", 128, "torus", "4x4x8"),
     ("tpu-v5p", 96, "torus", "4x4x6"),          # 6 is no multiple of 4: nothing wraps, ratio 1.5
+    ("tpu-v5p", 192, "torus", "4x4x12"),        # three full cubes wrap; 4x6x8 is squarer but does not
     ("tpu-v5p", 16384, "multislice", "16x16x16x4"),  # 8192 fits no box within 16x20x28
+    ("h100", 1, "nvlink", "1"),
     ("h100", 4, "nvlink", "4"),
+    ("h100", 8, "nvlink", "8"),                 # one whole node is still one NVLink domain
     ("h100", 24, "cluster", "8x3"),             # 3 nodes under one leaf
     ("h100", 256, "cluster", "8x32"),           # one full leaf
     ("h100", 1024, "cluster", "8x32x4"),        # the SuperPod
     ("h100", 320, "cluster", "8x20x2"),         # 40 nodes: leaves of 20, the largest divisor up to 32
+    ("h100", 264, "cluster", "8x11x3"),         # 33 nodes: one more than a leaf, so leaves of 11
+    ("h100", 528, "cluster", "8x22x3"),         # 66 nodes: leaves of 22 (33 is more than a leaf holds)
+    ("h100", 296, "cluster", "8x1x37"),         # 37 nodes, a prime: leaves of one node
     ("gb200", 144, "cluster", "72x2"),          # two NVL72 racks
 ])
 def test_the_usual_network_for_a_chip_count(name, n, kind, shape):
