@@ -120,17 +120,17 @@ def link_bytes_per_s(chip: "str | Chip", link: str) -> float:
     """
     c = _chip(chip)
     choose("link", link, ("hbm", "ici", "ici_one_way", "dcn", "pcie"))
-    value = {
+    links = {
         "hbm": c.hbm_bytes_per_s,
         "ici": c.collective_bytes_per_s,
         "ici_one_way": c.ici_one_way_bytes_per_s,
         "dcn": c.dcn_bytes_per_s,
         "pcie": c.pcie_bytes_per_s,
-    }[link]
-    if value is None:
-        raise Error(f"{c.name} has no {link} bandwidth in the spec table; valid: hbm, ici"
-                    + (", dcn" if c.dcn_bytes_per_s else ""))
-    return value
+    }
+    if links[link] is None:
+        have = ", ".join(k for k, v in links.items() if v is not None)
+        raise Error(f"{c.name} has no {link} bandwidth in the spec table; valid: {have}")
+    return links[link]
 
 
 def op(
@@ -200,15 +200,16 @@ def matmul_compute_dtype(chip: "str | Chip", dtype: str = "bf16", weight_dtype: 
 
     Both operands must meet in one dtype: the wider of the two, so int8 or int4 weights next to
     bf16 activations compute in bf16 (the weights are upcast), while int8 x int8 uses the int8 peak.
+    Two different dtypes of the same width (int8 x fp8, int4 x fp4) have no common narrow path and
+    meet in bf16.
     """
     c = _chip(chip)
     a, w = units.canonical_dtype(dtype), units.canonical_dtype(weight_dtype or dtype)
     if a == w:
         return c.compute_dtype(a)
-    wider = a if units.dtype_bytes(a) >= units.dtype_bytes(w) else w
-    if {a, w} == {"int8", "fp8"}:
-        wider = "bf16"
-    return c.compute_dtype(wider)
+    if units.dtype_bytes(a) == units.dtype_bytes(w):
+        return c.compute_dtype("bf16")
+    return c.compute_dtype(a if units.dtype_bytes(a) > units.dtype_bytes(w) else w)
 
 
 def matmul(
