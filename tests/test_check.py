@@ -209,6 +209,22 @@ def test_bank_problems_know_their_page_from_the_module_name():
     assert problems(page="01-rooflines") == problems("1")
 
 
+def test_a_problem_knows_its_page_when_a_wrapper_of_its_own_module_sits_in_between():
+    """`make mutate` wraps `problem` in a trampoline that lives in the same module: the page must
+    still come from the bank module that registers the problem, not from the wrapper's frame."""
+    import importlib
+
+    pm = importlib.import_module("scalebook.exercises.problem")  # the module, not the function
+    wrapper_ns = {"__name__": pm.__name__, "problem": pm.problem}
+    exec("def wrapped(*args, **kwargs):\n    return problem(*args, **kwargs)\n", wrapper_ns)
+    bank_ns = {"__name__": "scalebook.exercises.bank.ch99_test_page", "wrapped": wrapper_ns["wrapped"]}
+    try:
+        exec("p = wrapped('99.1', title='t', unit='s')(lambda: 1.0)", bank_ns)
+        assert bank_ns["p"].page == "99-test-page"
+    finally:
+        pm._BANK.pop("99.1", None)
+
+
 def test_any_answer_gets_a_verdict_never_an_exception():
     from hypothesis import given, settings
     from hypothesis import strategies as st

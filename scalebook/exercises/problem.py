@@ -48,6 +48,15 @@ class Problem:
         return f"Problem({self.id}: {self.title} [{self.unit or 'number'}])"
 
 
+def _caller_module() -> str:
+    """Name of the first module up the stack that is not this one: frames of this module in between
+    (a wrapper such as mutmut's trampolines, `make mutate`) are skipped rather than counted."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return frame.f_globals.get("__name__", "") if frame is not None else ""
+
+
 def problem(
     id: str, *, title: str, unit: str, rel_tol: float = 0.02, chips: float | None = None,
     slips: Mapping[float, str] | None = None, hint: str = "", **inputs: Any,
@@ -58,7 +67,7 @@ def problem(
         def critical_batch_v5e(chip):
             return roofline.critical_batch(chip)
     """
-    caller = sys._getframe(1).f_globals.get("__name__", "")  # the bank module that registers the problem
+    caller = _caller_module()  # the bank module that registers the problem
     page = page_of_module(caller) if caller.startswith(_BANK_PACKAGE) else ""
 
     def register(fn: Callable[..., float]) -> Problem:
