@@ -209,13 +209,13 @@ def test_bank_problems_know_their_page_from_the_module_name():
     assert problems(page="01-rooflines") == problems("1")
 
 
-def test_a_problem_knows_its_page_when_a_wrapper_of_its_own_module_sits_in_between():
-    """`make mutate` wraps `problem` in a trampoline that lives in the same module: the page must
-    still come from the bank module that registers the problem, not from the wrapper's frame."""
+def test_a_problem_knows_its_page_when_a_wrapper_sits_between_it_and_the_bank_module():
+    """`make mutate` wraps `problem` in mutmut's trampoline (a function of another module): the page
+    must still come from the bank module that registers the problem, not from the wrapper's frame."""
     import importlib
 
     pm = importlib.import_module("scalebook.exercises.problem")  # the module, not the function
-    wrapper_ns = {"__name__": pm.__name__, "problem": pm.problem}
+    wrapper_ns = {"__name__": "mutmut.mutation.trampoline", "problem": pm.problem}
     exec("def wrapped(*args, **kwargs):\n    return problem(*args, **kwargs)\n", wrapper_ns)
     bank_ns = {"__name__": "scalebook.exercises.bank.ch99_test_page", "wrapped": wrapper_ns["wrapped"]}
     try:

@@ -48,13 +48,14 @@ class Problem:
         return f"Problem({self.id}: {self.title} [{self.unit or 'number'}])"
 
 
-def _caller_module() -> str:
-    """Name of the first module up the stack that is not this one: frames of this module in between
-    (a wrapper such as mutmut's trampolines, `make mutate`) are skipped rather than counted."""
+def _registering_module() -> str:
+    """The bank module up the stack whose top level registers a problem ('' when there is none).
+    Searched for rather than read from the caller's frame: under `make mutate`, mutmut's
+    trampolines (functions of mutmut's own module) sit between the bank module and `problem`."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__") == __name__:
+    while frame is not None and not frame.f_globals.get("__name__", "").startswith(_BANK_PACKAGE):
         frame = frame.f_back
-    return frame.f_globals.get("__name__", "") if frame is not None else ""
+    return frame.f_globals["__name__"] if frame is not None else ""
 
 
 def problem(
@@ -67,8 +68,7 @@ def problem(
         def critical_batch_v5e(chip):
             return roofline.critical_batch(chip)
     """
-    caller = _caller_module()  # the bank module that registers the problem
-    page = page_of_module(caller) if caller.startswith(_BANK_PACKAGE) else ""
+    page = page_of_module(_registering_module())
 
     def register(fn: Callable[..., float]) -> Problem:
         if id in _BANK:
