@@ -215,8 +215,11 @@ def main(argv: list[str] | None = None) -> int:
             page.on("console", lambda m: m.type == "error" and problems.append(
                 f"{current['name']}: console error: {m.text}"))
             page.on("pageerror", lambda e: problems.append(f"{current['name']}: script error: {e}"))
-            page.on("requestfailed", lambda r: r.url.startswith(base) and problems.append(
-                f"{current['name']}: request failed: {r.url} ({r.failure})"))
+            # net::ERR_ABORTED is the browser cancelling a request because the page navigated on
+            # (a font still loading when the next page opens), not a file the site lacks: a
+            # missing file answers 404, which the response handler below reports.
+            page.on("requestfailed", lambda r: r.url.startswith(base) and "ERR_ABORTED" not in (r.failure or "")
+                    and problems.append(f"{current['name']}: request failed: {r.url} ({r.failure})"))
             page.on("response", lambda r: r.url.startswith(base) and r.status >= 400 and problems.append(
                 f"{current['name']}: {r.status} for {r.url}"))
             column = None
@@ -224,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                 current["name"] = name
                 if column is None:
                     page.goto(base + name + ".html", wait_until="load")
+                    page.wait_for_load_state("networkidle")
                     column = page.evaluate(MATH_JS)["column"] or None
                     if column is not None and column < COLUMN_PX:
                         problems.append(f"cell outputs are {column} px wide, narrower than the "
