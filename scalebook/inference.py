@@ -10,7 +10,9 @@ by sequence instead of by kv head, and move queries to it and back by AllToAll.
 
 One decode step of a batch of B sequences with C tokens of context, per chip (stage share 1/pp):
 
-    bytes  = weights held (experts: only those some token picks, E (1 - (1 - 1/E)^(B k)) of E)
+    bytes  = weights held (experts: only those some token picks, E (1 - (1 - k/E)^B) of E: each
+             token picks k distinct experts, so a given expert escapes one token with probability
+             1 - k/E, and all B tokens with (1 - k/E)^B)
              + KV cache read, B / ep sequences x C tokens x 2 K H x bytes / min(tp, K)
     FLOPs  = 2 x active params x B / (tp ep) + attention 4 N H C x B / (tp ep)   (per layer, summed)
     time   = max(FLOPs / (peak x compute efficiency), bytes / (HBM x bandwidth efficiency))
@@ -166,12 +168,14 @@ def _group(topo: Topology, kind: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class ServingMemory:
-    """Bytes per chip while serving: weights, KV cache, and a prefill workspace."""
+    """Bytes per chip while serving: weights, KV cache, and the workspace of a prefill pass of
+    `workspace_tokens` tokens (the prompt, or the chunk a chunked prefill runs at once)."""
 
     weight_bytes: float
     kv_cache_bytes: float
     workspace_bytes: float
     hbm_bytes: float
+    workspace_tokens: int = 0
 
     @property
     def bytes(self) -> float:
@@ -188,7 +192,7 @@ class ServingMemory:
         f = units.format_quantity
         return (f"ServingMemory({f(self.bytes, 'B')} of {f(self.hbm_bytes, 'B')}{'' if self.fits else ' -- DOES NOT FIT'}:"
                 f" weights {f(self.weight_bytes, 'B')}, KV {f(self.kv_cache_bytes, 'B')}, "
-                f"workspace {f(self.workspace_bytes, 'B')})")
+                f"workspace {f(self.workspace_bytes, 'B')} for a {self.workspace_tokens}-token prefill pass)")
 
 
 @dataclass(frozen=True)
@@ -246,6 +250,10 @@ class ServingEstimate:
     memory: ServingMemory
     max_batch: int
     prefill_batch: StepTime | None = None
+    #: Tokens one prefill pass runs at once, whose activations `memory` reserves (the prompt unless
+    #: `estimate(..., workspace_tokens=...)` sets a chunk).
+    workspace_tokens: int = 0
+    model: Transformer | None = field(default=None, repr=False, compare=False)
 
     @property
     def chips(self) -> int:
@@ -254,6 +262,18 @@ class ServingEstimate:
     @property
     def fits(self) -> bool:
         return self.memory.fits
+
+    @property
+    def end_to_end_seconds(self) -> float:
+        """A static batch from start to finish: all `batch` prompts prefilled together, then
+        output_len - 1 decode steps (the prefill gives the first token): how offline benchmarks
+        that run one batch at a time measure (chapter 8)."""
+        return self.prefill_batch_seconds + (self.output_len - 1) * self.per_token_latency_seconds
+
+    @property
+    def end_to_end_output_tokens_per_s_per_chip(self) -> float:
+        """batch x output_len tokens over `end_to_end_seconds`, per chip."""
+        return self.batch * self.output_len / self.end_to_end_seconds / self.chips
 
     @property
     def prefill_seconds(self) -> float:
@@ -267,8 +287,9 @@ class ServingEstimate:
 
     @property
     def ttft_seconds(self) -> float:
-        """Time to first token of a request that finds the server idle: its prefill and one step."""
-        return self.prefill_seconds + self.per_token_latency_seconds
+        """Time to first token of a request that finds the server idle: its prefill, whose logits at
+        the prompt's last position give the first output token (no decode step needed)."""
+        return self.prefill_seconds
 
     @property
     def decode_step_seconds(self) -> float:
@@ -288,8 +309,9 @@ class ServingEstimate:
 
     @property
     def request_seconds(self) -> float:
-        """Time a request spends in the server: prefill plus its output tokens."""
-        return self.prefill_seconds + self.output_len * self.per_token_latency_seconds
+        """Time a request spends in the server: prefill (which yields the first token) plus
+        output_len - 1 decode steps for the rest."""
+        return self.prefill_seconds + (self.output_len - 1) * self.per_token_latency_seconds
 
     def usd_per_million_output_tokens(self, usd_per_chip_hour: float) -> float:
         """Decode cost only: chips x price / output tokens per hour, per million tokens."""
@@ -302,7 +324,8 @@ class ServingEstimate:
         return {
             "model": self.model_name, "chip": self.chip.name, "chips": self.chips,
             "deployment": {"tp": d.tp, "ep": d.ep, "pp": d.pp, "weights": d.weights, "kv": d.kv, "label": d.label()},
-            "batch": self.batch, "max_batch": self.max_batch, "prompt_len": self.prompt_len,
+            "batch": self.batch, "max_batch": self.max_batch, "workspace_tokens": self.workspace_tokens,
+            "prompt_len": self.prompt_len,
             "output_len": self.output_len, "bandwidth_efficiency": self.bandwidth_efficiency,
             "compute_efficiency": self.compute_efficiency,
             "prefill_seconds": self.prefill_seconds, "prefill_batch_seconds": self.prefill_batch_seconds,
@@ -324,7 +347,8 @@ class ServingEstimate:
         return (f"ServingEstimate({self.model_name} on {self.chips} {self.chip.name}, {self.deployment.label()}, "
                 f"batch {self.batch}: {f(self.per_token_latency_seconds, 's')}/token ({self.decode.bound}-bound), "
                 f"{self.output_tokens_per_s_per_chip:.4g} token/s per chip, TTFT {f(self.ttft_seconds, 's')}, "
-                f"memory {f(self.memory.bytes, 'B')}{'' if self.fits else ' DOES NOT FIT'}, max batch {self.max_batch})")
+                f"memory {f(self.memory.bytes, 'B')}{'' if self.fits else ' DOES NOT FIT'}, max batch {self.max_batch} "
+                f"beside a {self.workspace_tokens}-token prefill workspace)")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
@@ -332,6 +356,7 @@ class ServingEstimate:
                 ("output tokens/s per chip", f"{self.output_tokens_per_s_per_chip:.4g}"),
                 ("time to first token", f(self.ttft_seconds, "s")), ("decode bound", self.decode.bound),
                 *((f"memory: {k}", f(v, "B")) for k, v in self.memory.parts().items()),
+                ("prefill workspace for", f"{self.workspace_tokens} tokens at once"),
                 ("largest batch that fits", str(self.max_batch))]
         body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
         cap = f"{self.model_name} on {self.chips} {self.chip.display_name}, {self.deployment.label()}, batch {self.batch}"
@@ -384,12 +409,28 @@ def kv_bytes_per_sequence_per_chip(model: Transformer, d: Deployment, tokens: in
     return kv / (split * d.pp)
 
 
-def _experts_touched(model: Transformer, d: Deployment, tokens: float) -> float:
-    """Expected routed experts per chip and MoE layer that at least one of `tokens` picks."""
+def experts_touched(model: Transformer, *, tokens: float, ep: int = 1) -> float:
+    """Expected routed experts of one MoE layer, on one of `ep` expert groups, that at least one
+    of `tokens` picks (Chapter 7).
+
+    Each token picks k distinct experts of E (top-k routing, uniform on average), so one expert is
+    missed by a token with probability 1 - k/E and by all B tokens with (1 - k/E)^B (tokens routed
+    independently): E/ep x (1 - (1 - k/E)^B). Real routers are not uniform, which leaves more
+    experts idle at small B; this is the uniform case.
+    """
+    model = _as_model(model)
+    _number('tokens', tokens)
+    if tokens < 0:
+        raise Error(f"tokens must be >= 0, got {tokens!r}")
+    _positive_int("ep", ep)
     if not model.is_moe:
         return 0.0
     E, k = model.routed_experts, model.experts_per_token
-    return E / d.ep * (1 - (1 - 1 / E) ** (tokens * k))
+    return E / ep * (1 - (1 - k / E) ** tokens)
+
+
+def _experts_touched(model: Transformer, d: Deployment, tokens: float) -> float:
+    return experts_touched(model, tokens=tokens, ep=d.ep)
 
 
 def _tp_axis(topo: Topology) -> str | None:
@@ -404,25 +445,39 @@ def _compute_dtype(c: Chip, d: Deployment) -> str:
 def _step(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, sequences: float, new_tokens: int,
           context: int, prefill: bool, bw_eff: float, c_eff: float) -> StepTime:
     """One step on one chip: `sequences` (over the deployment) each adding `new_tokens` at `context`."""
+    if prefill:
+        return _mixed(model, c, d, topo, decode_sequences=0.0, decode_tokens=1, context=context,
+                      prompts=sequences, prompt_len=new_tokens, bw_eff=bw_eff, c_eff=c_eff)
+    return _mixed(model, c, d, topo, decode_sequences=sequences, decode_tokens=new_tokens, context=context,
+                  prompts=0.0, prompt_len=1, bw_eff=bw_eff, c_eff=c_eff)
+
+
+def _mixed(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, decode_sequences: float,
+           decode_tokens: int, context: int, prompts: float, prompt_len: int, bw_eff: float,
+           c_eff: float) -> StepTime:
+    """One step on one chip that decodes `decode_sequences` (each adding `decode_tokens` at
+    `context`) and prefills `prompts` prompts of `prompt_len` tokens, all in one pass over the
+    weights: one roofline, max(FLOPs of both / peak, weights once + KV read and written / HBM),
+    plus the collectives of all the step's tokens (module docstring)."""
     parts = _parts(model)
     b_w, b_a = units.dtype_bytes(d.weights), units.dtype_bytes(d.activations)
-    tokens = sequences * new_tokens
-    local_seqs, local_tokens = sequences / d.ep, tokens / d.ep
+    dec_tokens, pre_tokens = decode_sequences * decode_tokens, prompts * prompt_len
+    tokens = dec_tokens + pre_tokens
+    local_tokens = tokens / d.ep
     L, stage = model.layers, model.layers / d.pp
     dense_w = (parts.attention_params * L + parts.dense_mlp_params + parts.shared_params) / L
     expert_w = _experts_touched(model, d, tokens) * parts.expert_params * model.moe_layers / L
     w_read = (dense_w + expert_w) * stage * b_w / d.tp + parts.embedding_params * b_w / (d.tp * d.pp)
-    if prefill:  # writes the prompt's keys and values
-        kv = kv_bytes_per_sequence_per_chip(model, d, new_tokens) * local_seqs
-        fl = tr.flops_per_token(model, seq_len=new_tokens, causal=True)
-    else:  # reads the whole context; the new token attends to all of it
-        kv = kv_bytes_per_sequence_per_chip(model, d, 1) * context * local_seqs
+    kv = flops = 0.0
+    if prompts:  # writes the prompts' keys and values; needs logits at each prompt's last position only
+        kv += kv_bytes_per_sequence_per_chip(model, d, prompt_len) * prompts / d.ep
+        fl = tr.flops_per_token(model, seq_len=prompt_len, causal=True)
+        flops += (fl.forward_flops - fl.unembedding_flops) * pre_tokens + fl.unembedding_flops * prompts
+    if decode_sequences:  # reads the whole context; every new token attends to all of it and needs logits
+        kv += kv_bytes_per_sequence_per_chip(model, d, 1) * context * decode_sequences / d.ep
         fl = tr.flops_per_token(model, seq_len=context, causal=False)
-    # Prefill needs logits at the last position of each prompt only; a decode (or speculative
-    # verify) step needs them at every new position.
-    logit_rows = sequences if prefill else tokens
-    flops = ((fl.forward_flops - fl.unembedding_flops) * tokens + fl.unembedding_flops * logit_rows) \
-        / (d.tp * d.ep * d.pp)
+        flops += fl.forward_flops * dec_tokens
+    flops /= d.tp * d.ep * d.pp
     compute = flops / (c.peak_flops_per_s(_compute_dtype(c, d)) * c_eff)
     memory = (w_read + kv) / (c.hbm_bytes_per_s * bw_eff)
     tp = ep = pp = 0.0
@@ -432,8 +487,8 @@ def _step(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, sequenc
         if d.attention == "batch":  # queries to the chip holding their sequence's cache, outputs back
             v = local_tokens * model.heads * model.head_dim * b_a
             tp += 2 * stage * collectives.all_to_all(topo, axes=_group(topo, "tp"), bytes_=v).seconds
-        if prefill:  # a big prefill may instead gather each layer's weights and keep its tokens
-            # in place (Pope et al. 2022's weight-gathered layout): take whichever moves less
+        if prompts and not decode_sequences:  # a big prefill may instead gather each layer's weights and
+            # keep its tokens in place (Pope et al. 2022's weight-gathered layout): whichever moves less
             gather = collectives.all_gather(topo, axes=_group(topo, "tp"), bytes_=(dense_w + expert_w) * b_w).seconds
             tp = min(tp, stage * gather)
     if d.ep > 1:
@@ -446,36 +501,89 @@ def _step(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, sequenc
                     memory_seconds=memory, tp_seconds=tp, ep_seconds=ep, pp_seconds=pp)
 
 
+def mixed_step(e: "ServingEstimate", *, prompts: float, prompt_tokens: int | None = None) -> StepTime:
+    """A decode step of `e`'s batch that also prefills `prompts` prompts (a chunked-prefill step).
+
+    The prefill chunk rides on the same pass over the weights: one roofline of the combined step,
+    max(compute of both, weights once + the KV cache read and written) + the collectives of all its
+    tokens, not a prefill added on top of a decode step (Chapter 7). While decode is memory-bound,
+    the chunk's FLOPs fill idle matmul units and cost little. `prompts` may be fractional (a mean
+    rate); `prompt_tokens` defaults to `e.prompt_len`.
+    """
+    _instance('e', e, ServingEstimate)
+    _number('prompts', prompts)
+    if prompts < 0:
+        raise Error(f"prompts must be >= 0, got {prompts!r}")
+    n = e.prompt_len if prompt_tokens is None else _positive_int("prompt_tokens", prompt_tokens)
+    c, d = e.chip, e.deployment
+    m = e.model
+    return _mixed(m, c, d, deployment_topology(c, d), decode_sequences=e.batch / d.pp, decode_tokens=1,
+                  context=e.prompt_len + e.output_len // 2, prompts=prompts / d.pp, prompt_len=n,
+                  bw_eff=e.bandwidth_efficiency, c_eff=e.compute_efficiency)
+
+
+def verify_step(e: "ServingEstimate", *, tokens: int) -> StepTime:
+    """The target's step that checks `tokens` (= g + 1) tokens per sequence in speculative decoding.
+
+    Same weights and cache reads as `e.decode`, `tokens` x its FLOPs and `tokens` x the activations
+    through every collective (TP AllReduces, EP AllToAlls, pipeline sends) (Chapter 7).
+    """
+    _instance('e', e, ServingEstimate)
+    _positive_int("tokens", tokens)
+    c, d = e.chip, e.deployment
+    return _step(e.model, c, d, deployment_topology(c, d), sequences=e.batch / d.pp, new_tokens=tokens,
+                 context=e.prompt_len + e.output_len // 2, prefill=False, bw_eff=e.bandwidth_efficiency,
+                 c_eff=e.compute_efficiency)
+
+
 def _workspace(model: Transformer, d: Deployment, prompt_len: int) -> float:
-    """Prefill workspace of one prompt: its activations (D and F wide) and fp32 logits of one row."""
+    """Prefill workspace of a pass of `prompt_len` tokens: its activations (D and F wide) and fp32
+    logits of one row: P (4 D + 3 F / tp) x activation bytes + V x 4."""
     b = units.dtype_bytes(d.activations)
     width = max(model.d_ff, (model.experts_per_token + model.shared_experts) * model.expert_d_ff)
     return prompt_len * (4 * model.d_model + 3 * width / d.tp) * b + model.vocab * 4.0
 
 
+def _workspace_tokens(context: int, prompt_len: "int | None", workspace_tokens: "int | None") -> int:
+    if workspace_tokens is not None:
+        return _positive_int("workspace_tokens", workspace_tokens)
+    return prompt_len or context
+
+
 def memory_per_chip(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: int,
-                    context: int, prompt_len: int | None = None) -> ServingMemory:
-    """Weights + KV cache of `batch` sequences of `context` tokens + prefill workspace, per chip."""
+                    context: int, prompt_len: int | None = None,
+                    workspace_tokens: int | None = None) -> ServingMemory:
+    """Weights + KV cache of `batch` sequences of `context` tokens + prefill workspace, per chip.
+
+    The workspace holds the activations of one prefill pass of `workspace_tokens` tokens (default:
+    the whole prompt, `prompt_len`, else `context`); a server that chunks its prefill passes its
+    chunk size here (`_workspace`).
+    """
     model = _as_model(model)
     _instance('deployment', deployment, Deployment)
     c, d = _chip(chip), deployment
     require_positive(batch=batch, context=context)
+    n = _workspace_tokens(context, prompt_len, workspace_tokens)
     kv = kv_bytes_per_sequence_per_chip(model, d, context) * math.ceil(batch / d.ep)
     return ServingMemory(weight_bytes=weights_per_chip(model, d), kv_cache_bytes=kv,
-                         workspace_bytes=_workspace(model, d, prompt_len or context), hbm_bytes=c.hbm_bytes)
+                         workspace_bytes=_workspace(model, d, n), hbm_bytes=c.hbm_bytes, workspace_tokens=n)
 
 
 def max_batch(model: Transformer, *, chip: "str | Chip", deployment: Deployment, context: int,
-              prompt_len: int | None = None) -> int:
+              prompt_len: int | None = None, workspace_tokens: int | None = None) -> int:
     """Largest batch of `context`-token sequences whose KV cache fits beside the weights (0 if none).
 
-    B_max = ep x floor((HBM - weights - workspace) / KV per sequence per chip).
+    B_max = ep x floor((HBM - weights - workspace) / KV per sequence per chip), the workspace that
+    of one prefill pass of `workspace_tokens` tokens: by default the whole prompt (`prompt_len`,
+    else `context`), which at long context is large (a 32k-token prompt of a 70B model reserves
+    gigabytes); a server that chunks its prefill passes the chunk size (Chapter 7).
     """
     model = _as_model(model)
     _instance('deployment', deployment, Deployment)
     c, d = _chip(chip), deployment
     require_positive(context=context)
-    free = c.hbm_bytes - weights_per_chip(model, d) - _workspace(model, d, prompt_len or context)
+    n = _workspace_tokens(context, prompt_len, workspace_tokens)
+    free = c.hbm_bytes - weights_per_chip(model, d) - _workspace(model, d, n)
     if free <= 0:
         return 0
     return d.ep * int(free // kv_bytes_per_sequence_per_chip(model, d, context))
@@ -510,11 +618,13 @@ def critical_decode_batch(chip: "str | Chip", *, weights: str = "bf16") -> float
 
 def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment | None = None, batch: "int | str",
              prompt_len: int, output_len: int, bandwidth_efficiency: float | None = None,
-             compute_efficiency: float | None = None) -> ServingEstimate:
+             compute_efficiency: float | None = None, workspace_tokens: int | None = None) -> ServingEstimate:
     """Latency, throughput and memory of serving `model` at `batch` sequences (Chapter 7).
 
     Decode runs at the average context prompt_len + output_len / 2; memory holds the full
-    prompt_len + output_len for every sequence. `batch="max"` serves the largest batch that fits.
+    prompt_len + output_len for every sequence, and the workspace of one prefill pass of
+    `workspace_tokens` tokens (default: the whole prompt; pass a chunk size for chunked prefill).
+    `batch="max"` serves the largest batch that fits.
     """
     model = _as_model(model)
     if not isinstance(model, Transformer):
@@ -535,7 +645,8 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
         if v > 1:
             raise Error(f"{name} is a fraction, at most 1; got {v:g}")
     context = prompt_len + output_len
-    most = max_batch(model, chip=c, deployment=d, context=context, prompt_len=prompt_len)
+    ws = _workspace_tokens(context, prompt_len, workspace_tokens)
+    most = max_batch(model, chip=c, deployment=d, context=context, workspace_tokens=ws)
     if batch == "max":
         if most < 1:
             raise Error(f"{model.name} does not fit on {d.chips} {c.name} with {d.label()}: not even one sequence "
@@ -550,10 +661,11 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     avg = prompt_len + output_len // 2
     dec = _step(model, c, d, topo, sequences=batch / d.pp, new_tokens=1, context=avg, prefill=False,
                 bw_eff=bw, c_eff=ce)
-    mem = memory_per_chip(model, chip=c, deployment=d, batch=batch, context=context, prompt_len=prompt_len)
+    mem = memory_per_chip(model, chip=c, deployment=d, batch=batch, context=context, workspace_tokens=ws)
     return ServingEstimate(model_name=model.name, chip=c, deployment=d, batch=batch, prompt_len=prompt_len,
                            output_len=output_len, bandwidth_efficiency=bw, compute_efficiency=ce, prefill=pre,
-                           decode=dec, memory=mem, max_batch=most, prefill_batch=pre_batch)
+                           decode=dec, memory=mem, max_batch=most, prefill_batch=pre_batch, workspace_tokens=ws,
+                           model=model)
 
 
 # --- calibration -------------------------------------------------------------------------------

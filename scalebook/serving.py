@@ -6,8 +6,10 @@ them to serve LLaMA 3 and an MoE model.
 
 Continuous batching (mean lengths): `batch` sequences decode together; each step finishes
 batch / output_len requests on average, whose replacements need their prompts prefilled. With
-prefill chunked into the decode steps, a step costs decode + (batch / output_len) x prefill of
-one prompt (less the cached prefix), and the server emits `batch` tokens per pp steps.
+prefill chunked into the decode steps, each step also prefills batch / output_len prompts (less
+the cached prefix) in the same pass over the weights: one roofline of the mixed step,
+max(compute of both, memory of both) + collectives (`inference.mixed_step`), not a prefill added
+on top of a decode step. The server emits `batch` tokens per pp steps.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from .errors import Error, require_non_negative, require_positive
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
-from .inference import Deployment, ServingEstimate, check_deployment, estimate, max_batch
+from .inference import Deployment, ServingEstimate, StepTime, check_deployment, estimate, max_batch, mixed_step
 from .models import Transformer
 
 
@@ -52,7 +54,11 @@ class Workload:
     estimate: ServingEstimate
     prefix_hit_rate: float
     step_seconds: float
+    #: Share of the chip-time charged to prefill: the prefill's cost on its own over the sum of
+    #: the two parts' costs on their own (the mixed step overlaps them, so this is a convention).
     prefill_share: float
+    #: The mixed step (decode of the batch plus its share of prefill), one roofline.
+    step: "StepTime | None" = None
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -91,7 +97,8 @@ def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: D
     """Steady-state throughput with prefill chunked into the decode steps (module docstring).
 
     `prefix_hit_rate` is the fraction of each prompt already in a prefix cache (its prefill
-    skipped; its KV cache still read in decode).
+    skipped; its KV cache still read in decode). Each step decodes the batch and prefills
+    batch / output_len x (1 - hit rate) prompts in one pass (`inference.mixed_step`).
     """
     model = _as_model(model)
     require_non_negative(prefix_hit_rate=prefix_hit_rate)
@@ -99,10 +106,26 @@ def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: D
         raise Error(f"prefix_hit_rate is a fraction below 1, got {prefix_hit_rate:g}")
     e = estimate(model, chip=chip, deployment=deployment, batch=batch, prompt_len=prompt_len, output_len=output_len,
                  **efficiency)
-    prefill = e.prefill.seconds * (1 - prefix_hit_rate)
-    per_step = e.batch / e.deployment.pp / output_len * prefill  # prompts to refill per step, per stage
-    step = e.decode.seconds + per_step
-    return Workload(estimate=e, prefix_hit_rate=prefix_hit_rate, step_seconds=step, prefill_share=per_step / step)
+    # prompts to refill per step; a prefix hit skips that share of each prompt's tokens
+    prompts = e.batch / output_len * (1 - prefix_hit_rate)
+    step = mixed_step(e, prompts=prompts)
+    # chip-time split in proportion to what each part would cost on its own
+    alone = mixed_step(e, prompts=0.0).seconds
+    pre_alone = _prefill_alone(e, prompts)
+    return Workload(estimate=e, prefix_hit_rate=prefix_hit_rate, step_seconds=step.seconds,
+                    prefill_share=pre_alone / (pre_alone + alone), step=step)
+
+
+def _prefill_alone(e: ServingEstimate, prompts: float) -> float:
+    """Seconds per stage of prefilling `prompts` prompts on their own (a step with no decode)."""
+    if not prompts:
+        return 0.0
+    from .inference import _mixed, deployment_topology
+
+    d = e.deployment
+    return _mixed(e.model, e.chip, d, deployment_topology(e.chip, d), decode_sequences=0.0, decode_tokens=1,
+                  context=e.prompt_len, prompts=prompts / d.pp, prompt_len=e.prompt_len,
+                  bw_eff=e.bandwidth_efficiency, c_eff=e.compute_efficiency).seconds
 
 
 @dataclass(frozen=True)
@@ -145,20 +168,18 @@ def verify_cost_ratio(model: Transformer, *, chip: "str | Chip", deployment: Dep
 
     The verify step reads the same weights and cache as a decode step but does (g + 1) x the
     FLOPs (and moves (g + 1) x the activations), so its time is max(compute x (g + 1), memory) plus
-    the collectives at (g + 1) x the tokens: about 1 while decode is memory-bound at this batch,
-    up to g + 1 once it is compute-bound (Chapter 7).
+    the collectives at (g + 1) x the tokens (`inference.verify_step`): about 1 while decode is
+    memory-bound at this batch, up to g + 1 once it is compute-bound (Chapter 7).
     """
     model = _as_model(model)
-    from .inference import _step, deployment_topology
+    from .inference import verify_step
 
+    _positive = draft_tokens
+    if isinstance(_positive, bool) or not isinstance(_positive, int) or _positive < 1:
+        raise Error(f"draft_tokens must be a positive integer, got {draft_tokens!r}")
     e = estimate(model, chip=chip, deployment=deployment, batch=batch, prompt_len=prompt_len,
                  output_len=output_len, **efficiency)
-    c, d = e.chip, e.deployment.resolve(model)
-    topo = deployment_topology(c, d)
-    g1 = draft_tokens + 1
-    verify = _step(model, c, d, topo, sequences=e.batch / d.pp, new_tokens=g1, context=prompt_len + output_len // 2,
-                   prefill=False, bw_eff=e.bandwidth_efficiency, c_eff=e.compute_efficiency)
-    return verify.seconds / e.decode.seconds
+    return verify_step(e, tokens=draft_tokens + 1).seconds / e.decode.seconds
 
 
 def speculative_decoding(*, acceptance_rate: float, draft_tokens: int, draft_cost_ratio: float,

@@ -141,11 +141,30 @@ def test_frontier_trades_latency_for_throughput():
     assert lat == sorted(lat) and rate == sorted(rate) and points[-1].batch == points[-1].max_batch
 
 
-def test_continuous_batching_pays_prefill_between_decode_steps():
+# Llama 3 8B by hand: weights streamed each step (embedding rows are gathered, not streamed), and the
+# KV cache of one token: K and V x 32 layers x 8 kv heads x 128 x 2 bytes. H100: 990 TFLOP/s bf16, 3.4 TB/s.
+L8_STREAMED = (8_030_261_248 - 128256 * 4096) * 2
+L8_KV_TOKEN = 2 * 32 * 8 * 128 * 2
+
+
+def test_chunked_prefill_shares_the_decode_step_in_one_roofline():
+    # batch 32, 1024-token prompts, 256 output tokens: each step refills 32 / 256 = 0.125 prompts.
+    # The mixed step reads the weights once, the decode caches at the mean context 1024 + 128, and
+    # writes the chunk's cache; its FLOPs are the decode's plus the chunk's; one max(compute, memory).
+    w = serving.continuous_batching(L8, chip="h100", deployment=Deployment(), batch=32, prompt_len=1024,
+                                    output_len=256, bandwidth_efficiency=1.0, compute_efficiency=1.0)
+    dec = tr.flops_per_token(L8, seq_len=1152, causal=False).forward_flops * 32
+    pre = tr.flops_per_token(L8, seq_len=1024, causal=True)
+    pre = 0.125 * (1024 * (pre.forward_flops - pre.unembedding_flops) + pre.unembedding_flops)
+    bytes_ = L8_STREAMED + 32 * 1152 * L8_KV_TOKEN + 0.125 * 1024 * L8_KV_TOKEN
+    assert w.step_seconds == pytest.approx(max((dec + pre) / 990e12, bytes_ / 3.4e12), rel=1e-9)
+    e = w.estimate  # not the old "decode step + prefill on top"
+    assert w.step_seconds < e.decode.seconds + 0.125 * e.prefill.seconds
+
+
+def test_continuous_batching_gets_faster_with_a_prefix_cache():
     w = serving.continuous_batching(L70, chip="h100", deployment=Deployment(tp=8), batch=64, prompt_len=2048,
                                     output_len=512)
-    e = w.estimate
-    assert w.step_seconds == pytest.approx(e.decode.seconds + 64 / 512 * e.prefill.seconds)
     cached = serving.continuous_batching(L70, chip="h100", deployment=Deployment(tp=8), batch=64, prompt_len=2048,
                                          output_len=512, prefix_hit_rate=0.5)
     assert cached.output_tokens_per_s > w.output_tokens_per_s
@@ -220,3 +239,60 @@ def test_verifying_drafts_costs_one_step_while_memory_bound_and_more_when_comput
     assert 1.5 < busy <= 5.0
     s = serving.speculative_decoding(acceptance_rate=0.8, draft_tokens=4, draft_cost_ratio=0.05, verify_cost_ratio=busy)
     assert s.speedup == pytest.approx(s.tokens_per_round / (4 * 0.05 + busy))
+
+
+def test_time_to_first_token_is_the_prefill():
+    # The first token comes from the prefill's logits at the prompt's last position: TTFT = prefill,
+    # max(FLOPs of 1024 causal tokens with one logit row / 990 TFLOP/s, weights + cache written / 3.4 TB/s).
+    e = _e(batch=1, prompt=1024, output=256, bandwidth_efficiency=1.0, compute_efficiency=1.0)
+    f = tr.flops_per_token(L8, seq_len=1024, causal=True)
+    flops = 1024 * (f.forward_flops - f.unembedding_flops) + f.unembedding_flops
+    hand = max(flops / 990e12, (L8_STREAMED + 1024 * L8_KV_TOKEN) / 3.4e12)
+    assert e.ttft_seconds == pytest.approx(hand, rel=1e-9)
+    assert e.request_seconds == pytest.approx(hand + 255 * e.per_token_latency_seconds)
+
+
+def test_experts_touched_uses_distinct_top_k_routing():
+    moe = models.preset("mixtral-8x7b")  # 8 routed experts, top 2
+    assert inf.experts_touched(moe, tokens=1) == pytest.approx(2.0)  # one token reads exactly its k experts
+    # B = 4 tokens: an expert escapes a token with probability 6/8, all four with (3/4)^4
+    assert inf.experts_touched(moe, tokens=4) == pytest.approx(8 * (1 - 0.75 ** 4))
+    assert inf.experts_touched(moe, tokens=4, ep=2) == pytest.approx(4 * (1 - 0.75 ** 4))
+    assert inf.experts_touched(L8, tokens=4) == 0.0
+
+
+def test_max_batch_takes_the_prefill_workspace_as_an_input():
+    # Llama 3 70B, TP8 bf16 on H100 (80 GB), 32,768-token context. Workspace of a pass of n tokens:
+    # n (4 D + 3 F / 8) x 2 bytes + V x 4 (fp32 logits of one row); D = 8192, F = 28672, V = 128256.
+    w = tr.params(L70).total_params * 2 / 8
+    per_seq = 32768 * 2 * 80 * 8 * 128 * 2 / 8  # K and V, 80 layers, 8 kv heads x 128, bf16, over 8 chips
+
+    def hand(n):
+        return int((80e9 - w - (n * (4 * 8192 + 3 * 28672 / 8) * 2 + 128256 * 4)) // per_seq)
+
+    d = Deployment(tp=8)
+    assert inf.max_batch(L70, chip="h100", deployment=d, context=32768) == hand(32768)
+    assert inf.max_batch(L70, chip="h100", deployment=d, context=32768, workspace_tokens=2048) == hand(2048)
+    assert hand(2048) > hand(32768)
+    e = inf.estimate(L70, chip="h100", deployment=d, batch=4, prompt_len=30720, output_len=2048, workspace_tokens=2048)
+    assert e.workspace_tokens == e.memory.workspace_tokens == 2048 and e.max_batch == hand(2048)
+    assert "2048-token prefill" in repr(e) and e.to_dict()["workspace_tokens"] == 2048
+    with pytest.raises(scalebook.Error, match="workspace_tokens"):
+        inf.max_batch(L70, chip="h100", deployment=d, context=32768, workspace_tokens=0)
+
+
+def test_the_verify_step_moves_g_plus_one_tokens_through_every_collective():
+    e = _e(model=L70, tp=8, batch=64)
+    v = inf.verify_step(e, tokens=5)
+    each = scalebook.collectives.all_reduce(scalebook.topology.gpu_node("h100", "8"), axes="X",
+                                            bytes_=5 * 64 * L70.d_model * 2).seconds
+    assert v.tp_seconds == pytest.approx(2 * L70.layers * each)
+    assert v.flops == pytest.approx(5 * e.decode.flops, rel=0.01)
+    assert v.weight_bytes_read == e.decode.weight_bytes_read and v.kv_bytes_read == e.decode.kv_bytes_read
+
+
+def test_a_static_batch_runs_its_prefill_then_output_len_minus_one_steps():
+    e = _e(batch=16, prompt=128, output=128)
+    t = e.prefill_batch_seconds + 127 * e.per_token_latency_seconds
+    assert e.end_to_end_seconds == pytest.approx(t)
+    assert e.end_to_end_output_tokens_per_s_per_chip == pytest.approx(16 * 128 / t)
