@@ -1,9 +1,15 @@
 """Published LLM serving (inference) results: what was served, on what, how it was split, how fast (Chapter 8).
 
 The data, `data/serving_results.json`, holds results whose sources state the chips, the batch, the
-prompt and output lengths and a measured latency or throughput: so far Pope et al. (2022), PaLM
-540B and 62B on TPU v4, each phase (prefill, decode) in a low-latency and a high-throughput
-configuration. Chapter 8 sets `scalebook.inference`'s estimates beside them. Every figure comes
+prompt and output lengths and a measured latency or throughput: Pope et al. (2022), PaLM 540B and
+62B on TPU v4, each phase (prefill, decode) in a low-latency and a high-throughput configuration;
+and NVIDIA's TensorRT-LLM 0.9.0 performance tables, Llama 2 7B and 70B and Mixtral 8x7B on A100,
+H100 and H200, static batches timed end to end and first-token latencies. Chapter 8 sets
+`scalebook.inference`'s estimates beside them.
+
+Each result has a `role`: `fit` (the default efficiencies of its chip family are fitted on it,
+`fit_efficiencies`; at most a third of all results) or `validation` (predicted with the fitted
+defaults and never fitted on, `validation_report`). Every figure comes
 from the source named by `source` (a key of `book/references.bib`) at `where`; `inferred` names the
 fields deduced, or computed from other reported figures, rather than stated, and `notes` says from
 what. `None` means the source does not say.
@@ -26,7 +32,9 @@ How the fields are counted:
   whole deployment (`..._per_chip`: divided by `chips`); `reported_total_tokens_per_s`: input plus
   output tokens per second; `reported_mfu`: model FLOPs utilization as a fraction of the chip's
   dense bf16 peak (0.76, not 76).
-- `published_params`: the model size the source states, to check the model's count against.
+- `published_params`: the model size the source (or the model's paper) states, to check the
+  model's count against.
+- `role`: `fit` or `validation` (above).
 
 Results on chips scalebook has no fitted efficiency for, or without a fixed shape and an absolute figure, are in
 `not_modelled()` with the reason.
@@ -87,6 +95,21 @@ class PublishedServing:
     where: str
     inferred: tuple[str, ...]
     notes: str
+    role: str = "validation"
+
+    @property
+    def family(self) -> str:
+        """The chip family whose default efficiencies this result fits or tests: "tpu" or "gpu"."""
+        from .hardware import chip
+
+        return "tpu" if chip(self.chip).is_tpu else "gpu"
+
+    def deployment(self):
+        """The published layout as an `inference.Deployment` (tp = chips when the source gives no tp)."""
+        from .inference import Deployment
+
+        return Deployment(tp=self.tp or self.chips, ep=self.ep or 1, pp=self.pp or 1, weights=self.weights,
+                          kv=self.kv or "bf16")
 
     @property
     def model_name(self) -> str:
@@ -178,3 +201,185 @@ def not_modelled() -> tuple[NotModelled, ...]:
     """Published results left out (unmodelled chip, no fixed shape, or only relative figures), each with its reason."""
     names = [f.name for f in dataclasses.fields(NotModelled)]
     return tuple(NotModelled(**{k: e[k] for k in names}) for e in load("serving_results")["not_modelled"])
+
+
+# --- predictions, fit and validation ----------------------------------------------------------
+
+ROLES = ("fit", "validation")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """`inference.estimate` beside one published result, compared in seconds.
+
+    `metric` names what is compared: "per-token latency" (a decode step), "prefill of the batch",
+    "time to first token" (the prefill that yields it), or "static batch end to end" (a throughput
+    turned into the time of the whole batch: batch x output_len / (tokens/s per chip x chips)).
+    `error` = predicted / reported - 1.
+    """
+
+    id: str
+    source: str
+    family: str
+    role: str
+    metric: str
+    reported_seconds: float
+    predicted_seconds: float
+    bound: str
+    estimate: object = field(repr=False, compare=False)
+
+    @property
+    def error(self) -> float:
+        return self.predicted_seconds / self.reported_seconds - 1
+
+    def reason(self) -> str:
+        """What the model's step is limited by, for a reader judging the error (not a diagnosis)."""
+        e = self.estimate
+        if self.metric == "static batch end to end":
+            pre, dec = e.prefill_batch_seconds, (e.output_len - 1) * e.per_token_latency_seconds
+            step = e.decode
+            part = (f"prefill {100 * pre / (pre + dec):.0f}% of the predicted time, decode steps "
+                    f"{step.bound}-bound at batch {e.batch}")
+        else:
+            step = e.decode if self.metric == "per-token latency" else (e.prefill_batch or e.prefill)
+            part = f"{self.metric} {step.bound}-bound"
+        comm = step.tp_seconds + step.ep_seconds + step.pp_seconds
+        share = comm / step.seconds if step.seconds else 0.0
+        slow = "slower" if self.error > 0 else "faster"
+        return (f"predicted {abs(100 * self.error):.0f}% {slow} than reported; {part}; collectives "
+                f"{100 * share:.0f}% of the step: one {self.family.upper()} efficiency pair does not follow this shape")
+
+
+def predict(result: PublishedServing, **efficiency) -> Prediction | None:
+    """The estimate of one result beside what it reported (`Prediction`), or None when it reports
+    nothing the model predicts. `efficiency` (bandwidth_efficiency, compute_efficiency) defaults to
+    the chip family's fitted values."""
+    from . import inference as inf
+
+    r = result
+    batch = r.batch if r.batch is not None else "max"
+    e = inf.estimate(r.model_config(), chip=r.chip, deployment=r.deployment(), batch=batch, prompt_len=r.prompt_len,
+                     output_len=r.output_len, **efficiency)
+    if r.reported_per_token_latency_seconds is not None:
+        m, rep, pred, bound = ("per-token latency", r.reported_per_token_latency_seconds, e.per_token_latency_seconds,
+                               e.decode.bound)
+    elif r.phase == "end-to-end" and r.reported_output_tokens_per_s_per_chip is not None and r.batch:
+        m, rep, pred, bound = ("static batch end to end",
+                               r.batch * r.output_len / (r.reported_output_tokens_per_s_per_chip * r.chips),
+                               e.end_to_end_seconds, e.decode.bound)
+    elif r.reported_output_tokens_per_s is not None and r.batch:
+        m, rep, pred, bound = ("per-token latency", r.batch / r.reported_output_tokens_per_s,
+                               e.per_token_latency_seconds, e.decode.bound)
+    elif r.reported_prefill_seconds is not None:
+        step = e.prefill_batch or e.prefill
+        m, rep, pred, bound = "prefill of the batch", r.reported_prefill_seconds, e.prefill_batch_seconds, step.bound
+    elif r.reported_ttft_seconds is not None:
+        m, rep, pred, bound = "time to first token", r.reported_ttft_seconds, e.ttft_seconds, e.prefill.bound
+    else:
+        return None
+    return Prediction(id=r.id, source=r.source, family=r.family, role=r.role, metric=m, reported_seconds=rep,
+                      predicted_seconds=pred, bound=bound, estimate=e)
+
+
+def results_with_role(role: str, family: str | None = None) -> tuple[PublishedServing, ...]:
+    """The results marked `role` ("fit" or "validation"), of one chip family ("tpu", "gpu") or all."""
+    choose("role", role, list(ROLES))
+    if family is not None:
+        choose("family", family, ["tpu", "gpu"])
+    return tuple(r for r in published_serving() if r.role == role and (family is None or r.family == family))
+
+
+def _log_loss(results, bw: float, ce: float) -> float:
+    import math
+
+    out = 0.0
+    for r in results:
+        p = predict(r, bandwidth_efficiency=bw, compute_efficiency=ce)
+        out += math.log(p.predicted_seconds / p.reported_seconds) ** 2
+    return out
+
+
+def fit_efficiencies(family: str) -> tuple[float, float]:
+    """(bandwidth, compute) efficiency of a chip family fitted on its `fit` results only.
+
+    One pair for the whole family, never one per result: the pair that minimises the sum of squared
+    log errors, sum (ln(predicted / reported))^2, over the family's fit results (a 5%-step grid over
+    0.05-1, then a 1% grid around the best; the loss is smooth enough for this).
+    """
+    choose("family", family, ["tpu", "gpu"])
+    fit = results_with_role("fit", family)
+    if not fit:
+        raise Error(f"no results marked fit for chip family {family!r}")
+    grid = [x / 20 for x in range(1, 21)]
+    best = min(((_log_loss(fit, bw, ce), bw, ce) for bw in grid for ce in grid))
+    _, bw0, ce0 = best
+    fine = lambda x0: [round(x0 + d / 100, 2) for d in range(-5, 6) if 0.01 <= x0 + d / 100 <= 1.0]
+    best = min(((_log_loss(fit, bw, ce), bw, ce) for bw in fine(bw0) for ce in fine(ce0)))
+    return best[1], best[2]
+
+
+def _stats(errors: "list[float]") -> tuple[float, float, float]:
+    import statistics
+
+    a = [abs(x) for x in errors]
+    return statistics.median(a), statistics.fmean(a), max(a)
+
+
+@dataclass(frozen=True)
+class ErrorStats:
+    """Absolute relative errors of a group of validation results: |predicted / reported - 1|."""
+
+    count: int
+    median: float
+    mean: float
+    max: float
+
+    def __repr__(self) -> str:
+        return f"{self.count} results: median {100 * self.median:.1f}%, mean {100 * self.mean:.1f}%, max {100 * self.max:.1f}%"
+
+
+def _group(preds) -> ErrorStats:
+    med, mean, mx = _stats([p.error for p in preds])
+    return ErrorStats(count=len(preds), median=med, mean=mean, max=mx)
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """Every `validation` result predicted with the fitted defaults (Chapter 8): errors overall, by
+    chip family and by source, and the worst results with what limits the model's step."""
+
+    fit_count: int
+    validation_count: int
+    overall: ErrorStats
+    by_family: Mapping[str, ErrorStats]
+    by_source: Mapping[str, ErrorStats]
+    by_metric: Mapping[str, ErrorStats]
+    predictions: tuple[Prediction, ...] = field(repr=False)
+    worst: tuple[Prediction, ...] = field(repr=False)
+
+    def __repr__(self) -> str:
+        lines = [f"ValidationReport({self.validation_count} validation results, fitted on {self.fit_count}):",
+                 f"  overall    {self.overall!r}"]
+        lines += [f"  {k:<10} {v!r}" for k, v in self.by_family.items()]
+        lines += [f"  {k:<10} {v!r}" for k, v in self.by_source.items()]
+        lines += [f"  {k}: {v!r}" for k, v in self.by_metric.items()]
+        lines += ["  worst:"] + [f"    {p.id}: {p.reason()}" for p in self.worst]
+        return "\n".join(lines)
+
+
+def validation_report(*, worst: int = 5, **efficiency) -> ValidationReport:
+    """Predict every `validation` result with the fitted defaults (or `efficiency`) and summarise.
+
+    Fit results are left out of every statistic: they measure the fit, not the model.
+    """
+    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
+        raise Error(f"worst must be a non-negative integer, got {worst!r}")
+    preds = tuple(p for p in (predict(r, **efficiency) for r in results_with_role("validation")) if p is not None)
+    if not preds:
+        raise Error("no validation result reports a figure the model predicts")
+    group = lambda key: {k: _group([p for p in preds if key(p) == k]) for k in dict.fromkeys(key(p) for p in preds)}
+    return ValidationReport(fit_count=len(results_with_role("fit")), validation_count=len(preds),
+                            overall=_group(preds), by_family=group(lambda p: p.family),
+                            by_source=group(lambda p: p.source), by_metric=group(lambda p: p.metric),
+                            predictions=preds,
+                            worst=tuple(sorted(preds, key=lambda p: -abs(p.error))[:worst]))

@@ -19,7 +19,57 @@ REPORTED = ("reported_per_token_latency_seconds", "reported_ttft_seconds", "repo
 
 
 def test_there_are_results_with_unique_ids():
-    assert len(IDS) >= 8 and len(set(IDS)) == len(IDS)
+    assert len(IDS) >= 25 and len(set(IDS)) == len(IDS)
+
+
+def test_gpu_and_tpu_dense_and_moe_results_are_all_present():
+    rs = published_serving()
+    assert {r.family for r in rs} == {"tpu", "gpu"}
+    assert {r.chip for r in rs} >= {"a100", "h100", "h200", "tpu-v4p"}
+    assert any(r.model_config().is_moe for r in rs) and any(not r.model_config().is_moe for r in rs)
+
+
+def test_at_most_a_third_of_the_results_are_fitted_on():
+    fit = serving_results.results_with_role("fit")
+    assert 0 < 3 * len(fit) <= len(IDS)
+    for family in ("tpu", "gpu"):
+        assert serving_results.results_with_role("fit", family) and serving_results.results_with_role("validation", family)
+
+
+def test_the_validation_report_covers_every_validation_result_and_no_fit_result():
+    rep = serving_results.validation_report()
+    ids = {p.id for p in rep.predictions}
+    assert ids == {r.id for r in serving_results.results_with_role("validation")}
+    assert rep.validation_count == len(ids) and rep.fit_count == len(serving_results.results_with_role("fit"))
+    assert sum(g.count for g in rep.by_family.values()) == sum(g.count for g in rep.by_source.values()) == len(ids)
+    errs = sorted(abs(p.error) for p in rep.predictions)
+    assert rep.overall.max == errs[-1] and rep.overall.mean == pytest.approx(sum(errs) / len(errs))
+    assert [abs(p.error) for p in rep.worst] == errs[::-1][:len(rep.worst)]
+    assert all(p.reason() for p in rep.worst) and "median" in repr(rep)
+
+
+def test_a_static_batch_is_compared_as_the_time_of_the_whole_batch():
+    # H100, Llama 2 70B, TP2: 96 requests of 2048 in / 128 out at 346 output tokens/s per GPU:
+    # 96 x 128 tokens / (346 x 2 GPUs) = 17.757 s for the batch.
+    r = published_serving_result("trtllm-h100-llama2-70b-2048-128")
+    p = serving_results.predict(r)
+    assert p.metric == "static batch end to end"
+    assert p.reported_seconds == pytest.approx(96 * 128 / (346 * 2))
+    assert p.predicted_seconds == pytest.approx(p.estimate.prefill_batch_seconds + 127 * p.estimate.per_token_latency_seconds)
+
+
+def test_default_gpu_efficiency_is_the_fit_on_the_fit_results():
+    """If the inference model or the fit results change, run tools/fit_serving_efficiency.py."""
+    assert serving_results.fit_efficiencies("gpu") == pytest.approx(scalebook.inference.default_efficiency("h100"), abs=1e-3)
+
+
+def test_the_gpu_fit_is_a_minimum_of_the_log_loss_on_its_grid():
+    # The fitted pair's loss over the fit results is no larger than at the neighbouring 1% steps.
+    bw, ce = serving_results.fit_efficiencies("gpu")
+    fit = serving_results.results_with_role("fit", "gpu")
+    best = serving_results._log_loss(fit, bw, ce)
+    for dbw, dce in ((0.01, 0), (-0.01, 0), (0, 0.01), (0, -0.01)):
+        assert best <= serving_results._log_loss(fit, bw + dbw, ce + dce) + 1e-12
 
 
 @pytest.mark.parametrize("result_id", IDS)
@@ -42,8 +92,9 @@ def test_degrees_multiply_to_the_chip_count(result_id):
 def test_fields_are_valid_and_cited(result_id):
     r = published_serving_result(result_id)
     assert r.chip in scalebook.chip_names()
-    assert r.weights in ("bf16", "int8", "fp8", "int4", "fp4")
-    assert r.kv in (None, "bf16", "int8", "fp8")
+    assert r.weights in ("bf16", "fp16", "int8", "fp8", "int4", "fp4")
+    assert r.kv in (None, "bf16", "fp16", "int8", "fp8")
+    assert r.role in ("fit", "validation")
     assert r.phase in serving_results.PHASES
     assert r.source in BIB_KEYS and r.where and r.notes
     assert set(r.inferred) <= {f.name for f in dataclasses.fields(PublishedServing)}

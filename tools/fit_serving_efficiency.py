@@ -1,14 +1,24 @@
-"""Refit the default serving efficiencies on their anchor results (chapter 8).
+"""Refit the default serving efficiencies on the published results marked `fit` (chapter 8).
 
-Writes scalebook/data/serving_efficiency.json. The anchors are the published results whose
-time is set by one thing each: a small-batch decode step (HBM bandwidth) and a large batched
-prefill (matmul throughput). Run after changing the inference model; the test
-`test_inference.py::test_default_efficiency_reproduces_its_anchor_results` fails until you do.
+Writes scalebook/data/serving_efficiency.json, one (bandwidth, compute) pair per chip family:
+
+- TPU: the two PaLM-on-TPU-v4 anchors of Pope et al. (2022), a small-batch decode (HBM-bound: pins
+  the bandwidth efficiency) and a large batched prefill (compute-bound: pins the compute
+  efficiency), reproduced exactly by bisection (`inference.refit_default_efficiency`).
+- GPU: the TensorRT-LLM 0.9.0 results marked `fit` (for each of A100, H100, H200 and each of Llama 2
+  7B, Llama 2 70B, Mixtral 8x7B, the static batch of 2,048 input and 128 output tokens and the
+  first-token latency of a 2,048-token prompt), by least squares on the log errors
+  (`serving_results.fit_efficiencies`).
+
+Never more than a third of the results are `fit`; the rest are only predicted
+(`serving_results.validation_report`). Run after changing the inference model; the tests
+`test_inference.py::test_default_efficiency_reproduces_its_anchor_results` and
+`test_serving_results.py::test_default_gpu_efficiency_is_the_fit_on_the_fit_results` fail until you do.
 """
 import json
 import pathlib
 
-from scalebook import inference
+from scalebook import inference, serving_results
 
 PATH = pathlib.Path(__file__).resolve().parents[1] / "scalebook" / "data" / "serving_efficiency.json"
 
@@ -19,15 +29,20 @@ TPU = {"decode_anchor": "palm-540b-tpuv4-decode-low-latency",
               "(compute-bound)"}
 
 if __name__ == "__main__":
-    note = ("Fitted by tools/fit_serving_efficiency.py on the anchors named here. No GPU serving result "
-            "in scalebook/data/serving_results.json states its settings fully enough to fit on, so the "
-            "GPU family carries the TPU fit over (chapter 8 says so and shows how the answers move with it).")
-    data = {"note": note, "tpu": dict(TPU), "gpu": {"carried_over_from": "tpu"}}
-    PATH.write_text(json.dumps({**data, "tpu": {**TPU, "bandwidth_efficiency": 0.8, "compute_efficiency": 0.6}},
+    gpu_fit = [r.id for r in serving_results.results_with_role("fit", "gpu")]
+    note = ("Fitted by tools/fit_serving_efficiency.py on the published results marked 'fit' in "
+            "scalebook/data/serving_results.json (named here); every other result is validation only.")
+    old = json.loads(PATH.read_text())
+    # the TPU bisection starts from the file's current values; write a neutral start first
+    PATH.write_text(json.dumps({**old, "tpu": {**TPU, "bandwidth_efficiency": 0.8, "compute_efficiency": 0.6}},
                                indent=2) + "\n")
     inference.default_efficiency.__globals__["load"].cache_clear()
     bw, ce = inference.refit_default_efficiency("tpu")
-    data["tpu"].update(bandwidth_efficiency=round(bw, 4), compute_efficiency=round(ce, 4))
-    data["gpu"].update(bandwidth_efficiency=round(bw, 4), compute_efficiency=round(ce, 4))
+    gbw, gce = serving_results.fit_efficiencies("gpu")
+    data = {"note": note,
+            "tpu": {**TPU, "bandwidth_efficiency": round(bw, 4), "compute_efficiency": round(ce, 4)},
+            "gpu": {"fit_results": gpu_fit,
+                    "why": "one pair for every GPU: least squares on ln(predicted / reported) over the fit results",
+                    "bandwidth_efficiency": round(gbw, 4), "compute_efficiency": round(gce, 4)}}
     PATH.write_text(json.dumps(data, indent=2) + "\n")
     print(json.dumps(data, indent=2))

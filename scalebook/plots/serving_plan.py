@@ -241,64 +241,31 @@ def serving_cost(rows: "Sequence[Mapping]", *, ax=None):
 
 # --- predicted against reported ----------------------------------------------------------------
 
-def _anchor_ids() -> dict[str, str]:
-    """{result id: chip family} for the results the default serving efficiencies were fitted on."""
-    from .._data import load
-
-    out = {}
-    for fam, entry in load("serving_efficiency").items():
-        if isinstance(entry, dict):
-            for key in ("decode_anchor", "prefill_anchor"):
-                if entry.get(key):
-                    out[entry[key]] = fam
-    return out
-
-
-def _published_deployment(r) -> inf.Deployment:
-    """The layout of a published result as a Deployment: tp = chips when the source gives no tp."""
-    return inf.Deployment(tp=r.tp or r.chips, ep=r.ep or 1, pp=r.pp or 1, weights=r.weights, kv=r.kv or "bf16")
-
-
 def serving_predictions(ids: "Sequence[str] | None" = None, **efficiency) -> list[dict]:
-    """`inference.estimate` beside each published serving result (`scalebook.serving_results`).
+    """`inference.estimate` beside each published serving result (`serving_results.predict`).
 
-    The figure compared is the one the source times: the per-token latency of a decode (or its
-    output tokens/s turned into seconds per token, batch / rate), the prefill of the whole batch
-    (`prefill_batch_seconds`), or the time to first token. A result without a tensor-parallel
+    The figure compared is the one the source times, in seconds: the per-token latency of a decode,
+    the prefill of the whole batch, the time to first token (the prefill), or a static batch end to
+    end (its throughput turned into the time of the batch). A result without a tensor-parallel
     degree is modelled with tp = chips. Each row: id, source, model, chip, chips, layout, phase,
-    metric, reported, predicted (seconds), error (predicted / reported - 1), bound, anchor (the
-    chip family whose default efficiencies were fitted on this result, or ''), result, estimate.
+    metric, reported, predicted (seconds), error (predicted / reported - 1), bound, role ("fit" or
+    "validation"), anchor (the chip family whose default efficiencies were fitted on this result,
+    or ''), result, estimate.
     """
     from .. import serving_results
 
-    anchors = _anchor_ids()
     chosen = (serving_results.published_serving() if ids is None
               else [serving_results.published_serving_result(i) for i in ids])
     rows = []
     for r in chosen:
-        d = _published_deployment(r)
-        batch = r.batch if r.batch is not None else "max"
-        e = inf.estimate(r.model_config(), chip=r.chip, deployment=d, batch=batch, prompt_len=r.prompt_len,
-                         output_len=r.output_len, **efficiency)
-        if r.reported_per_token_latency_seconds is not None:
-            metric, reported, predicted, bound = ("per-token latency", r.reported_per_token_latency_seconds,
-                                                  e.per_token_latency_seconds, e.decode.bound)
-        elif r.reported_output_tokens_per_s is not None and r.batch:
-            metric, reported, predicted, bound = ("per-token latency", r.batch / r.reported_output_tokens_per_s,
-                                                  e.per_token_latency_seconds, e.decode.bound)
-        elif r.reported_prefill_seconds is not None:
-            step = e.prefill_batch if getattr(e, "prefill_batch", None) is not None else e.prefill
-            metric, reported, predicted, bound = ("prefill of the batch", r.reported_prefill_seconds,
-                                                  step.seconds * d.pp, step.bound)
-        elif r.reported_ttft_seconds is not None:
-            metric, reported, predicted, bound = ("time to first token", r.reported_ttft_seconds, e.ttft_seconds,
-                                                  e.prefill.bound)
-        else:
+        p = serving_results.predict(r, **efficiency)
+        if p is None:
             continue
+        e = p.estimate
         rows.append(dict(id=r.id, source=r.source, model=r.model_name, chip=r.chip, chips=r.chips,
-                         layout=e.deployment.label(), phase=r.phase, metric=metric, reported=reported, predicted=predicted,
-                         error=predicted / reported - 1, bound=bound, anchor=anchors.get(r.id, ""), result=r,
-                         estimate=e))
+                         layout=e.deployment.label(), phase=r.phase, metric=p.metric, reported=p.reported_seconds,
+                         predicted=p.predicted_seconds, error=p.error, bound=p.bound, role=r.role,
+                         anchor=r.family if r.role == "fit" else "", result=r, estimate=e))
     return rows
 
 
@@ -306,7 +273,7 @@ def serving_validation(rows: "Sequence[Mapping]", *, label_worst: int = 3, ax=No
     """Predicted against reported times for published serving results, log-log, with y = x and x2 bands.
 
     Each row needs: id, metric (the quantity compared, e.g. 'per-token latency', 'prefill'),
-    reported and predicted (seconds), error (predicted / reported - 1), and anchor (True for the
+    reported and predicted (seconds), error (predicted / reported - 1), and anchor (true for the
     results the default efficiencies were fitted on: drawn as stars). Markers tell the metric; the
     `label_worst` held-out results with the largest errors are named.
     """
