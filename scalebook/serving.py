@@ -54,8 +54,8 @@ class Workload:
     estimate: ServingEstimate
     prefix_hit_rate: float
     step_seconds: float
-    #: Share of the chip-time charged to prefill: the prefill's cost on its own over the sum of
-    #: the two parts' costs on their own (the mixed step overlaps them, so this is a convention).
+    #: Share of the chip-time charged to prefill: p / (p + d), p = the step's prompts each prefilled
+    #: on its own, d = the decode step alone (the mixed step overlaps them: a convention for pricing).
     prefill_share: float
     #: The mixed step (decode of the batch plus its share of prefill), one roofline.
     step: "StepTime | None" = None
@@ -109,23 +109,12 @@ def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: D
     # prompts to refill per step; a prefix hit skips that share of each prompt's tokens
     prompts = e.batch / output_len * (1 - prefix_hit_rate)
     step = mixed_step(e, prompts=prompts)
-    # chip-time split in proportion to what each part would cost on its own
-    alone = mixed_step(e, prompts=0.0).seconds
-    pre_alone = _prefill_alone(e, prompts)
+    # chip-time split in proportion to what each part costs on its own: the decode step alone, and
+    # the prompts each prefilled alone (the mixed step overlaps them, so any split is a convention)
+    pre_alone = prompts / e.deployment.pp * e.prefill.seconds
+    dec_alone = e.decode.seconds
     return Workload(estimate=e, prefix_hit_rate=prefix_hit_rate, step_seconds=step.seconds,
-                    prefill_share=pre_alone / (pre_alone + alone), step=step)
-
-
-def _prefill_alone(e: ServingEstimate, prompts: float) -> float:
-    """Seconds per stage of prefilling `prompts` prompts on their own (a step with no decode)."""
-    if not prompts:
-        return 0.0
-    from .inference import _mixed, deployment_topology
-
-    d = e.deployment
-    return _mixed(e.model, e.chip, d, deployment_topology(e.chip, d), decode_sequences=0.0, decode_tokens=1,
-                  context=e.prompt_len, prompts=prompts / d.pp, prompt_len=e.prompt_len,
-                  bw_eff=e.bandwidth_efficiency, c_eff=e.compute_efficiency).seconds
+                    prefill_share=pre_alone / (pre_alone + dec_alone), step=step)
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,8 @@ def _best_within_target():
 def _speculation_at_256():
     c, mem, comm = decode(L70, H100, batch=256, context=2048, tp=8, w=1.0, peak="fp8")
     plain = max(c, mem) + comm
-    verify = max(5 * c, mem) + comm
+    comm5 = 2 * 80 * allreduce_nvlink(5 * 256 * 8192 * 2, 8)  # the verify step's AllReduces carry 5 tokens each
+    verify = max(5 * c, mem) + comm5
     tokens = (1 - 0.8 ** 5) / (1 - 0.8)
     return tokens * plain / (4 * 0.05 * plain + verify)
 
@@ -124,7 +125,7 @@ def _mixtral_reads():
     L, D, H, V, E, k, Fe = 32, 4096, 128, 32000, 8, 2, 14336
     attention = L * (2 * D * 32 * H + 2 * D * 8 * H)
     router, norms = L * D * E, L * 2 * D + D
-    touched = E * (1 - (1 - 1 / E) ** (4 * k))
+    touched = E * (1 - (1 - k / E) ** 4)  # each token picks k distinct experts
     experts = L * touched * 3 * D * Fe
     return (attention + router + norms + experts + V * D) * 2 / 2 / 1e9
 

@@ -117,16 +117,17 @@ def speculation(acceptance_rate, draft_tokens, draft_cost_ratio):
 
 
 def verify_step_seconds(e: inf.ServingEstimate, tokens: int) -> float:
-    """A target step that checks `tokens` tokens per sequence: FLOPs x tokens, same reads and collectives."""
-    s = e.decode
-    return max(tokens * s.compute_seconds, s.memory_seconds) + s.tp_seconds + s.ep_seconds + s.pp_seconds
+    """A target step that checks `tokens` tokens per sequence: FLOPs x tokens, same reads, and
+    collectives that carry `tokens` x the activations (`inference.verify_step`)."""
+    return inf.verify_step(e, tokens=tokens).seconds
 
 
 @problem("7.9", title="Does speculation pay at batch 256?", unit="",
          model="llama3-70b", chip="h100", tp=8, weights="fp8", batch=256, context=2048,
          acceptance_rate=0.8, draft_tokens=4, draft_cost_ratio=0.05,
          hint="plain decoding: one token per sequence per step. Speculation: tokens per round over "
-              "(g c x step + verify step), the verify step = max((g + 1) x compute, memory) + collectives")
+              "(g c x step + verify step), the verify step = max((g + 1) x compute, memory) + collectives of "
+              "(g + 1) x the tokens")
 def speculation_at_batch(model, chip, tp, weights, batch, context, acceptance_rate, draft_tokens, draft_cost_ratio):
     e = _decode(model, chip, inf.Deployment(tp=tp, weights=weights), batch, context)
     spec = serving.speculative_decoding(acceptance_rate=acceptance_rate, draft_tokens=draft_tokens,
@@ -156,14 +157,15 @@ def prefill_pool(model, chip, tp, weights, batch, prompt_len, output_len, decode
 def prefix_hit_rate(model, chip, tp, weights, batch, prompt_len, output_len, share):
     w = serving.continuous_batching(preset(model), chip=chip, deployment=inf.Deployment(tp=tp, weights=weights),
                                     batch=batch, prompt_len=prompt_len, output_len=output_len, **_EFF)
-    p = w.step_seconds * w.prefill_share  # refill work per step with no cache
-    d = w.step_seconds - p
+    e = w.estimate
+    p = batch / output_len * e.prefill.seconds  # refill work per step with no cache, each prompt on its own
+    d = e.decode.seconds  # the decode step on its own
     return 100 * max(0.0, 1 - share * d / ((1 - share) * p))
 
 
 @problem("7.12", title="Experts read by a small Mixtral batch", unit="GB",
          model="mixtral-8x7b", chip="h100", tp=2, batch=4, context=2048, chips=2,
-         hint="a routed expert is read only if some token picks it: E (1 - (1 - 1/E)^(B k)) of the E experts "
+         hint="a routed expert is read only if some token picks it: E (1 - (1 - k/E)^B) of the E experts "
               "per layer, expected; all attention weights and the unembedding are read; split over tp")
 def mixtral_weight_reads(model, chip, tp, batch, context):
     return _decode(model, chip, inf.Deployment(tp=tp), batch, context).decode.weight_bytes_read / 1e9
