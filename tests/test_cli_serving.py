@@ -28,6 +28,16 @@ def test_batch_max_serves_the_largest_batch_that_fits(capsys):
     assert d["batch"] == d["max_batch"] > 0 and d["fits"]
 
 
+def test_the_prefill_workspace_is_an_input_and_is_reported(capsys):
+    args = ("serve-estimate", "llama3-70b", "--chip", "h100", "--prompt-len", "32768", "--output-len", "256",
+            "--tp", "8", "--batch", "max")
+    whole = run_json(capsys, *args)
+    chunked = run_json(capsys, *args, "--workspace-tokens", "2048")
+    assert whole["workspace_tokens"] == 32768 and chunked["workspace_tokens"] == 2048
+    assert chunked["memory_bytes"]["workspace"] < whole["memory_bytes"]["workspace"]
+    assert chunked["max_batch"] >= whole["max_batch"]
+
+
 def test_serve_estimate_prices_tokens(capsys):
     d = run_json(capsys, "serve-estimate", "llama3-8b", *BASE, "--chips", "1", "--batch", "16",
                  "--usd-per-chip-hour", "3")

@@ -1,5 +1,6 @@
 """`scalebook serve-estimate MODEL --chip C (--chips N | --tp T [--ep E] [--pp P]) --batch (B | max)
---prompt-len P --output-len O [--weights DTYPE] [--kv DTYPE]`: serving priced (Chapter 7).
+--prompt-len P --output-len O [--weights DTYPE] [--kv DTYPE] [--workspace-tokens N]`: serving priced
+(Chapter 7).
 
 `--json` prints `ServingEstimate.to_dict()`: prefill_seconds, ttft_seconds, decode_step_seconds,
 per_token_latency_seconds, output_tokens_per_s, output_tokens_per_s_per_chip, max_batch,
@@ -48,6 +49,9 @@ def register(sub) -> None:
     p.add_argument("--kv", default="bf16", help="KV cache dtype: bf16, fp16, fp8, int8, int4")
     p.add_argument("--attention", choices=("auto", "heads", "batch"), default="auto",
                    help="how tp splits attention: by kv heads, by sequences (Pope et al.), or auto (default)")
+    p.add_argument("--workspace-tokens", type=whole, default=None,
+                   help="tokens one prefill pass runs at once, whose activations memory reserves "
+                        "(default: the whole prompt; give the chunk size of a chunked prefill)")
     p.add_argument("--prefix-hit-rate", type=number_arg(low_inclusive=True, high=1.0), default=0.0, help="fraction of each prompt in a prefix cache")
     p.add_argument("--usd-per-chip-hour", type=positive_number, default=None,
                    help="price: also report USD per million input and output tokens")
@@ -75,7 +79,8 @@ def run(args) -> int:
 
     model = models.from_spec(args.model)
     d = deployment(args)
-    eff = {"bandwidth_efficiency": args.bandwidth_efficiency, "compute_efficiency": args.compute_efficiency}
+    eff = {"bandwidth_efficiency": args.bandwidth_efficiency, "compute_efficiency": args.compute_efficiency,
+           "workspace_tokens": args.workspace_tokens}
     w = serving.continuous_batching(model, chip=args.chip, deployment=d, batch=args.batch, prompt_len=args.prompt_len,
                                     output_len=args.output_len, prefix_hit_rate=args.prefix_hit_rate, **eff)
     e = w.estimate
@@ -96,7 +101,8 @@ def run(args) -> int:
                  f"  output tokens/s       {e.output_tokens_per_s:.4g} ({e.output_tokens_per_s_per_chip:.4g} per chip)",
                  f"  with prefill mixed in {w.output_tokens_per_s:.4g} output token/s, {w.requests_per_s:.3g} requests/s",
                  f"  memory per chip       {f(e.memory.bytes, 'B')} of {f(e.memory.hbm_bytes, 'B')} "
-                 f"({'fits' if e.fits else 'does NOT fit'}); largest batch {e.max_batch}"]
+                 f"({'fits' if e.fits else 'does NOT fit'}); largest batch {e.max_batch} beside a "
+                 f"{e.workspace_tokens}-token prefill workspace"]
         if "usd_per_million_output_tokens" in data:
             lines.append(f"  cost per million      ${data['usd_per_million_input_tokens']:.3g} input, "
                          f"${data['usd_per_million_output_tokens']:.3g} output")
