@@ -21,13 +21,25 @@ One decode step of a batch of B sequences with C tokens of context, per chip (st
 A large prefill moves less by gathering each layer's weights to every chip than by reducing its
 activations (Pope et al. 2022); its collective time is the smaller of the two.
 
+A step that both decodes and prefills (chunked prefill, `mixed_step`) is one roofline of the two
+together: max(FLOPs of both / peak, weights once + KV read + KV written / HBM) + the collectives
+of all its tokens, not a prefill added to a decode step. The verify step of speculative decoding
+(`verify_step`) is a decode step of g + 1 tokens per sequence: (g + 1) x the FLOPs and the bytes
+through every collective, the same weight and cache reads. The time to first token is the prefill
+alone: its logits at the prompt's last position give the first output token. Memory reserves the
+activations of one prefill pass of `workspace_tokens` tokens (default: the whole prompt), an
+input of `estimate`, `memory_per_chip` and `max_batch` stated in their results.
+
 Attention in decode reads C x 2 K H bytes per sequence for 4 N H C FLOPs: intensity 2N / (K b)
 whatever the batch, so it stays memory-bound (Chapter 7). Prefill of P tokens is the same with
 B P tokens of FLOPs (causal attention) against one pass over the weights: compute-bound once
 P B exceeds the chip's critical batch.
 
 Efficiencies are explicit parameters (`bandwidth_efficiency`, `compute_efficiency`); their
-defaults per chip family come from `data/serving_efficiency.json` (chapter 8 shows the fit).
+defaults per chip family (TPU, GPU) come from `data/serving_efficiency.json`, fitted on the
+published results marked `fit` in `scalebook.serving_results` (chapter 8 shows the fit and the
+validation on the rest). One pair per family is a simplification: chapter 8 shows where it fails
+(short prefills, A100 against Hopper).
 Memory leaves out framework workspace and fragmentation, as in `scalebook.training`.
 """
 from __future__ import annotations
