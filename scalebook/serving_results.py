@@ -232,6 +232,21 @@ class Prediction:
     def error(self) -> float:
         return self.predicted_seconds / self.reported_seconds - 1
 
+    @property
+    def implied_hbm_fraction(self) -> float:
+        """The fraction of peak HBM bandwidth the reported time needs for the bytes the model says
+        were read (weights and caches): above 1, the reported figure beats the model's roofline,
+        so the model counts bytes the run did not read (or the figure is not what it says)."""
+        e = self.estimate
+        if self.metric == "static batch end to end":
+            bytes_ = (e.prefill_batch or e.prefill).bytes_read * e.deployment.pp \
+                + (e.output_len - 1) * e.decode.bytes_read * e.deployment.pp
+        elif self.metric == "per-token latency":
+            bytes_ = e.decode.bytes_read * e.deployment.pp
+        else:
+            bytes_ = (e.prefill_batch or e.prefill).bytes_read * e.deployment.pp
+        return bytes_ / self.reported_seconds / e.chip.hbm_bytes_per_s
+
     def reason(self) -> str:
         """What the model's step is limited by, for a reader judging the error (not a diagnosis)."""
         e = self.estimate
@@ -246,8 +261,12 @@ class Prediction:
         comm = step.tp_seconds + step.ep_seconds + step.pp_seconds
         share = comm / step.seconds if step.seconds else 0.0
         slow = "slower" if self.error > 0 else "faster"
+        why = f"one {self.family.upper()} efficiency pair does not follow this shape"
+        if self.implied_hbm_fraction > 0.9:
+            why = (f"the reported time needs {100 * self.implied_hbm_fraction:.0f}% of peak HBM bandwidth for the "
+                   "bytes the model counts")
         return (f"predicted {abs(100 * self.error):.0f}% {slow} than reported; {part}; collectives "
-                f"{100 * share:.0f}% of the step: one {self.family.upper()} efficiency pair does not follow this shape")
+                f"{100 * share:.0f}% of the step; {why}")
 
 
 def predict(result: PublishedServing, **efficiency) -> Prediction | None:

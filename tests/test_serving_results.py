@@ -184,3 +184,14 @@ def test_unknown_fields_are_left_out_and_unknown_batch_is_max():
 def test_repr_names_the_result():
     text = repr(published_serving_result("palm-540b-tpuv4-decode-low-latency"))
     assert "palm-540b" in text and "tpu-v4p" in text and "29 ms" in text and "pope2022efficiently" in text
+
+
+def test_implied_bandwidth_is_the_bytes_the_model_counts_over_the_reported_time():
+    # A100 (2.0 TB/s), Llama 2 70B TP4 fp16, 64 requests of 2048 in / 2048 out at 289 tokens/s per GPU:
+    # the batch took 64 x 2048 / (289 x 4) s; the model reads its prefill's bytes once and each of the
+    # 2047 decode steps' bytes once.
+    p = serving_results.predict(published_serving_result("trtllm-a100-llama2-70b-2048-2048"))
+    e = p.estimate
+    seconds = 64 * 2048 / (289 * 4)
+    hand = (e.prefill_batch.bytes_read + 2047 * e.decode.bytes_read) / seconds / 2.0e12
+    assert p.implied_hbm_fraction == pytest.approx(hand)
