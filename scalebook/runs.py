@@ -38,6 +38,8 @@ from .models import Transformer, preset
 #: Strategy fields passed to `scalebook.training`, in `estimate_kwargs()["strategy_kwargs"]`.
 _STRATEGY_FIELDS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel",
                     "microbatch", "remat", "zero", "flash_attention")
+#: What a run is for: `fit` runs may tune the model's constants, `validation` runs only test it.
+ROLES = ("fit", "validation")
 #: Integer flags of `scalebook train-estimate`, in the order of its contract.
 _CLI_INT_FLAGS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp")
 
@@ -79,6 +81,11 @@ class PublishedRun:
     where: str
     inferred: tuple[str, ...]
     notes: str
+    role: str = "validation"
+
+    def __post_init__(self):
+        if self.role not in ROLES:
+            raise Error(f"run {self.id!r}: role must be one of {', '.join(ROLES)}, got {self.role!r}")
 
     @property
     def model_name(self) -> str:
