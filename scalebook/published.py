@@ -169,6 +169,9 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
     m = run.model_config()
     if m.d_model <= 2560:
         out.append(f"small matmuls (d_model {m.d_model}): one matmul efficiency for every shape")
+    if m.routed_experts:
+        out.append(f"mixture of experts ({m.routed_experts} experts, {m.experts_per_token} per token): token dispatch "
+                   "and small per-expert matmuls")
     if run.flash_attention is False:
         out.append("materialised attention scores and separate softmax kernels, priced as memory-bound work")
     anchors = _anchor_chips().get(chip_family(run.chip) if chip.is_tpu else "gpu", ())

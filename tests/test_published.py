@@ -92,3 +92,8 @@ def test_worst_count_must_be_a_whole_number():
 def test_every_run_and_left_out_run_cites_a_bib_key():
     assert {r.source for r in runs.published_runs()} <= BIB_KEYS
     assert {n.source for n in runs.not_modelled()} <= BIB_KEYS
+
+
+def test_moe_run_names_its_experts():
+    reasons = published.simplifications(runs.published_run("gpt-oss-120b-h100-64"))
+    assert any("128 experts, 4 per token" in r for r in reasons)
