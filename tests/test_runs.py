@@ -231,3 +231,11 @@ def test_palm_throughput_is_its_reported_tokens_per_second_per_chip():
     from scalebook import runs
     r = runs.published_run("palm-540b-tpuv4")
     assert r.reported_tokens_per_s_per_chip() == pytest.approx(238.3e3 / 6144)
+
+
+@pytest.mark.parametrize("run_id", [i for i in IDS if i.startswith("nemotron4-")])
+def test_nemotron_step_time_reproduces_its_throughput_and_mfu(run_id):
+    """dgxc-benchmarking README_340b.md: tokens/s = 4,096 x GBS / step; MFU = GBS x 1.01e16 FLOPs / step / GPUs / 989 TFLOP/s."""
+    r = published_run(run_id)
+    assert r.seq_len * r.batch_seqs / r.reported_step_seconds == pytest.approx(r.reported_tokens_per_s, rel=0.002)
+    assert r.batch_seqs * 1.01e16 / r.reported_step_seconds / r.chips / 989e12 == pytest.approx(r.reported_mfu, abs=0.0005)
