@@ -239,3 +239,10 @@ def test_nemotron_step_time_reproduces_its_throughput_and_mfu(run_id):
     r = published_run(run_id)
     assert r.seq_len * r.batch_seqs / r.reported_step_seconds == pytest.approx(r.reported_tokens_per_s, rel=0.002)
     assert r.batch_seqs * 1.01e16 / r.reported_step_seconds / r.chips / 989e12 == pytest.approx(r.reported_mfu, abs=0.0005)
+
+
+@pytest.mark.parametrize("run_id", [i for i in IDS if i.startswith("megascale-")])
+def test_megascale_iteration_time_reproduces_its_throughput(run_id):
+    """MegaScale Table 2: tokens/s = batch x 2,048 / iteration time (to the table's rounding)."""
+    r = published_run(run_id)
+    assert r.batch_seqs * r.seq_len / r.reported_step_seconds == pytest.approx(r.reported_tokens_per_s, rel=0.005)
