@@ -158,10 +158,12 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
         out.append("slices joined over the data-center network are laid out as one torus (the DCN hop is not priced)")
     if run.fsdp > 1 and run.source == "llama3herd2024":
         out.append("the paper's FSDP keeps gathered weights from forward to backward; scalebook's fsdp gathers them twice")
-    if run.fsdp > 1 and run.batch_seqs // (run.dp * run.fsdp) <= 2:
-        out.append("FSDP/ZeRO-3 at one or two sequences per replica: per-layer gathers with per-message latency")
+    per_replica = run.batch_tokens // (run.dp * run.fsdp)
+    if run.fsdp > 1 and per_replica <= 8192:
+        out.append(f"FSDP/ZeRO-3 over {run.fsdp} chips at {per_replica} tokens per replica: per-layer weight gathers "
+                   "with little compute to hide behind")
     if "remat" in run.inferred:
-        out.append("the recompute policy is mapped to the nearest of scalebook's none/selective/full")
+        out.append("the recompute policy is not stated as one of scalebook's none/selective/full (inferred or mapped)")
     if run.pp > 1 and (run.microbatch is None or run.virtual_stages is None):
         out.append("pipeline microbatching or interleaving not published, defaults assumed")
     if run.seq_len >= 16384:

@@ -97,3 +97,10 @@ def test_every_run_and_left_out_run_cites_a_bib_key():
 def test_moe_run_names_its_experts():
     reasons = published.simplifications(runs.published_run("gpt-oss-120b-h100-64"))
     assert any("128 experts, 4 per token" in r for r in reasons)
+
+
+def test_zero3_at_one_sequence_per_gpu_names_the_small_batch():
+    """Narayanan et al. 2021 Table 2: 1,536 GPUs, batch 1,536 sequences of 2,048 tokens: 2,048 tokens per replica."""
+    reasons = published.simplifications(runs.published_run("megatron-zero3-175b-a100-1536"))
+    assert any("over 1536 chips at 2048 tokens per replica" in r for r in reasons)
+    assert not any("tokens per replica" in r for r in published.simplifications(runs.published_run("mpt-70b-h100-512")))
