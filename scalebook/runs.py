@@ -235,6 +235,16 @@ def published_runs() -> tuple[PublishedRun, ...]:
     return tuple(_run(e) for e in load("training_runs")["runs"])
 
 
+def runs_with_role(role: str) -> tuple[PublishedRun, ...]:
+    """The runs whose `role` is `role` ('fit' or 'validation'), in file order; another role raises `Error`.
+
+    >>> {r.role for r in runs_with_role("fit")}
+    {'fit'}
+    """
+    choose("role", role, list(ROLES))
+    return tuple(r for r in published_runs() if r.role == role)
+
+
 def run_ids() -> list[str]:
     """Ids accepted by `published_run`."""
     return [r.id for r in published_runs()]

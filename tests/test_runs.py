@@ -246,3 +246,10 @@ def test_megascale_iteration_time_reproduces_its_throughput(run_id):
     """MegaScale Table 2: tokens/s = batch x 2,048 / iteration time (to the table's rounding)."""
     r = published_run(run_id)
     assert r.batch_seqs * r.seq_len / r.reported_step_seconds == pytest.approx(r.reported_tokens_per_s, rel=0.005)
+
+
+def test_runs_with_role_split_the_table():
+    fit, val = runs.runs_with_role("fit"), runs.runs_with_role("validation")
+    assert len(fit) + len(val) == len(IDS) and all(r.role == "fit" for r in fit)
+    with pytest.raises(scalebook.Error, match="validation"):
+        runs.runs_with_role("test")
