@@ -29,8 +29,8 @@ from . import runs, training
 from .errors import Error, integer
 from .hardware import chip as _chip
 
-__all__ = ["ErrorSummary", "RunComparison", "TrainingReport", "chip_family", "simplifications", "summarize",
-           "training_report"]
+__all__ = ["ErrorSummary", "RunComparison", "TrainingReport", "anchored_validation_runs", "chip_family",
+           "simplifications", "summarize", "training_report"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,7 @@ class TrainingReport:
     worst: tuple[RunComparison, ...]
     fit_count: int
     validation_count: int
+    anchored: tuple[str, ...] = ()
 
     @property
     def scored(self) -> tuple[RunComparison, ...]:
@@ -112,6 +113,8 @@ class TrainingReport:
     def __repr__(self) -> str:
         lines = [f"Training validation: {self.validation_count} validation runs "
                  f"({len(self.scored)} scored), {self.fit_count} fit runs left out",
+                 *([f"  note: the current efficiency constants were fitted on validation run(s) "
+                    f"{', '.join(self.anchored)}; refit them on the fit runs"] if self.anchored else []),
                  f"  overall      {self.overall!r}"]
         lines += [f"  {fam:<12} {s!r}" for fam, s in self.by_chip_family.items()]
         lines.append("  by source:")
@@ -133,8 +136,10 @@ class TrainingReport:
         body += [row(f"source {src}", s) for src, s in self.by_source.items()]
         worst = "".join(f"<tr><td>{escape(r.id)}</td><td>{100 * r.error:+.1f}%</td><td>{escape(r.reason)}</td></tr>"
                         for r in self.worst)
+        note = (f" The current efficiency constants were fitted on {escape(', '.join(self.anchored))}, marked validation: "
+                "refit them on the fit runs." if self.anchored else "")
         return (f"<p>Training validation: {self.validation_count} validation runs ({len(self.scored)} scored); "
-                f"{self.fit_count} fit runs left out.</p><table>{head}{''.join(body)}</table>"
+                f"{self.fit_count} fit runs left out.{note}</p><table>{head}{''.join(body)}</table>"
                 f"<table><tr><th>worst run</th><th>error</th><th>what the model simplifies</th></tr>{worst}</table>")
 
 
@@ -182,25 +187,42 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
     return tuple(out)
 
 
-def _anchor_chips() -> dict[str, tuple[str, ...]]:
-    """The chips of the runs each efficiency family in data/training_efficiency.json was fitted on.
-
-    Read defensively: a family entry names its anchor run as `run` (one id) or `runs` (a list);
-    anything else is skipped, so a new format only drops this one simplification.
-    """
+def _anchor_ids() -> dict[str, tuple[str, ...]]:
+    """Each efficiency family of data/training_efficiency.json and the run ids it was fitted on (read defensively)."""
     from ._data import load
 
     try:
         table = load("training_efficiency")
     except Exception:  # the file is being rewritten by the fitting work; the report must not depend on it
         return {}
-    known = {r.id: r.chip for r in runs.published_runs()}
     out: dict[str, tuple[str, ...]] = {}
     for family, entry in table.items() if isinstance(table, dict) else ():
-        if not isinstance(entry, dict):
-            continue
-        ids = entry.get("runs", [entry.get("run")])
-        chips = tuple(sorted({known[i] for i in ids if isinstance(i, str) and i in known}))
+        if isinstance(entry, dict):
+            ids = entry.get("runs", [entry.get("run")])
+            out[family] = tuple(i for i in ids if isinstance(i, str)) if isinstance(ids, list) else ()
+    return out
+
+
+def anchored_validation_runs() -> tuple[str, ...]:
+    """Validation runs that the current efficiency constants were nevertheless fitted on.
+
+    Their errors are near zero by construction until the constants are refitted on the `fit`
+    runs; `TrainingReport` lists them so that its statistics are read with that in mind.
+    """
+    val = {r.id for r in runs.published_runs() if r.role == "validation"}
+    return tuple(sorted({i for ids in _anchor_ids().values() for i in ids} & val))
+
+
+def _anchor_chips() -> dict[str, tuple[str, ...]]:
+    """The chips of the runs each efficiency family in data/training_efficiency.json was fitted on.
+
+    A family entry names its anchor run as `run` (one id) or `runs` (a list); anything else is
+    skipped, so a new format only drops this one simplification.
+    """
+    known = {r.id: r.chip for r in runs.published_runs()}
+    out: dict[str, tuple[str, ...]] = {}
+    for family, ids in _anchor_ids().items():
+        chips = tuple(sorted({known[i] for i in ids if i in known}))
         if chips:
             out[family] = chips
     return out
@@ -249,4 +271,5 @@ def training_report(*, worst: int = 5) -> TrainingReport:
         worst=tuple(sorted(scored, key=lambda r: -abs(r.error))[:worst]),
         fit_count=sum(r.role == "fit" for r in all_runs),
         validation_count=len(rows),
+        anchored=anchored_validation_runs(),
     )

@@ -104,3 +104,14 @@ def test_zero3_at_one_sequence_per_gpu_names_the_small_batch():
     reasons = published.simplifications(runs.published_run("megatron-zero3-175b-a100-1536"))
     assert any("over 1536 chips at 2048 tokens per replica" in r for r in reasons)
     assert not any("tokens per replica" in r for r in published.simplifications(runs.published_run("mpt-70b-h100-512")))
+
+
+def test_report_names_validation_runs_the_constants_were_fitted_on(report):
+    """data/training_efficiency.json names each family's anchor run; an anchor marked validation is listed."""
+    from scalebook._data import load
+
+    anchors = {e["run"] for e in load("training_efficiency").values() if isinstance(e, dict) and "run" in e}
+    expected = sorted(a for a in anchors if a in runs.run_ids() and runs.published_run(a).role == "validation")
+    assert list(report.anchored) == expected
+    if expected:
+        assert expected[0] in repr(report)
