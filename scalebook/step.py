@@ -180,11 +180,14 @@ def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
 
 
 def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str, dtype: str,
-                               flash: bool) -> tuple[float, float]:
+                               flash: bool, dropout: bool = False) -> tuple[float, float]:
     """(D-wide, rest) bytes per token that all layers save under `policy`.
 
-    The D-wide tensors (layer input, norms, residuals) are whole on every TP chip unless
-    sequence parallelism splits them; the rest (Q, K, V, MLP hidden) are split over tp.
+    The D-wide tensors (layer input, norms, residuals, residual-stream dropout masks;
+    `SavedTensor.d_wide`) are whole on every TP chip unless sequence parallelism splits them; the
+    rest (Q, K, V, scores, MLP hidden) are split over tp. Per layer, for Korthikanti et al.
+    (2022)'s GPT layer with dropout, wide + rest / t is their eq. 2, s b h (10 + 24/t + 5 a s/(h t)),
+    and (wide + rest) / t with sequence parallelism their s b h / t (34 + 5 a s / h).
     """
     model = _as_model(model)
     b = units.dtype_bytes(dtype)
@@ -192,9 +195,10 @@ def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str,
     for moe, count in ((False, model.dense_layers), (True, model.moe_layers)):
         if not count:
             continue
-        for t in tr._saved_tensors(model, seq_len=seq_len, policy=policy, b=b, flash=flash, moe=moe):
+        for t in tr._saved_tensors(model, seq_len=seq_len, policy=policy, b=b, flash=flash, moe=moe,
+                                   dropout=dropout):
             part = t.elements_per_token * t.bytes_per_element * count
-            if t.name in _D_WIDE:
+            if t.d_wide:
                 wide += part
             else:
                 rest += part
@@ -342,13 +346,31 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     wide, rest = table[cp_idx, remat, 0], table[cp_idx, remat, 1]
     none_wide, none_rest = table[cp_idx, 0, 0], table[cp_idx, 0, 1]
     per_micro = tok * frac * (wide / np.where(sp > 0, tp, 1.0) + rest / tp)
+    # Microbatches in flight, in units of one microbatch through a whole stage, on the first stage
+    # (the fullest: Korthikanti et al. 2022, sec. 4.2.3) and on the last. 1F1B: min(pp, M) on the
+    # first, 1 on the last. GPipe: all M on both. Interleaved with v chunks per chip (Megatron's
+    # schedule, Narayanan et al. 2021): stage p-1-r runs 2 r + (v - 1) pp chunk forwards before
+    # its first backward, so the first holds pp (1 + (pp - 1) / (pp v)) and the last
+    # ((v - 1) pp + 1) / v; neither more than all v M chunk passes, M.
     in_flight = np.where(pp == 1, 1.0, np.minimum(pp, n_micro))
-    in_flight = np.where(sched == SCHEDULE_INDEX["gpipe"], n_micro, in_flight)
-    in_flight = np.where(sched == SCHEDULE_INDEX["interleaved"], in_flight * (1 + (pp - 1) / (pp * v)), in_flight)
+    last_flight = np.ones_like(in_flight)
+    gp, il = sched == SCHEDULE_INDEX["gpipe"], sched == SCHEDULE_INDEX["interleaved"]
+    in_flight = np.where(gp, n_micro, in_flight)
+    last_flight = np.where(gp, n_micro, last_flight)
+    in_flight = np.where(il, np.minimum(in_flight * (1 + (pp - 1) / (pp * v)), n_micro), in_flight)
+    last_flight = np.where(il & (pp > 1), np.minimum(((v - 1) * pp + 1) / v, n_micro), last_flight)
     # Recomputing one layer in the backward pass holds that layer's full activations.
     working = np.where(remat > 0, tok * (none_wide / np.where(sp > 0, tp, 1.0) + none_rest / tp) / m.layers, 0.0)
-    act_b = per_micro * in_flight + working
-    logits_b = tok * m.vocab * 4.0 / tp
+    # The fp32 logits of one microbatch, vocab-parallel over tp, live on the last stage only; with
+    # pp > 1 a chip holds the larger of the first stage's activations and the last stage's
+    # activations plus logits (the embedding and the unembedding, each on its own stage, are
+    # already in `dense_w` as half of the top parameters).
+    logits_micro = tok * m.vocab * 4.0 / tp
+    act_first = per_micro * in_flight + working
+    act_last = per_micro * last_flight + working + logits_micro
+    last_binds = (pp > 1) & (act_last > act_first)
+    act_b = np.where(pp > 1, np.where(last_binds, act_last - logits_micro, act_first), act_first)
+    logits_b = np.where((pp == 1) | last_binds, logits_micro, 0.0)
     mem = params_b + grads_b + opt_b + gathered_b + act_b + logits_b
     hbm = s.topology.chip.hbm_bytes_per_s
     opt_seconds = (2 * params_b + grads_b + 2 * opt_b) / hbm
