@@ -149,3 +149,11 @@ def test_llama3_405b_published_layout_fits_80gb_without_remat(dp):
     assert mem.logits_bytes == 0 and mem.gathered_weights_bytes == 0
     assert mem.bytes == pytest.approx(sum(hand.values()), rel=1e-9)
     assert sum(hand.values()) < 80e9 and mem.fits  # about 75.9 GB (dp 64), 75.3 GB (dp 128)
+
+
+def test_bad_dropout_or_policy_raises_naming_what_is_valid():
+    import scalebook
+    with pytest.raises(scalebook.Error, match="dropout"):
+        tr.activation_memory(gpt(), batch=1, seq_len=8, dropout="yes")
+    with pytest.raises(scalebook.Error, match="attention"):
+        tr.activation_memory(gpt(), batch=1, seq_len=8, policy="selective")
