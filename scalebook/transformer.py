@@ -595,7 +595,7 @@ def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: s
     masks); a gated MLP keeps gate, up and act(gate) x up (3 F, against their 2 x 4h); GQA keeps
     K and V at K H wide (not D); `flash_attention` keeps no T x T tensor, only the fp32
     log-sum-exp (4 N bytes per token), so 'attention' saves the same as 'none' there; RoPE
-    saves nothing (its backward is the same fixed rotation, applied to the gradient).
+    saves nothing (its backward rotates the gradient back by angles fixed by the positions).
     """
     model = _as_model(model)
     require_positive(batch=batch, seq_len=seq_len)
