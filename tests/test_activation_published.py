@@ -179,3 +179,12 @@ def test_interleaved_peak_matches_a_step_by_step_count_of_megatron_schedule(v, l
     L, D, N, K, H, F = (L3[k] for k in ("L", "D", "N", "K", "H", "F"))
     layer_micro = 8192 * (2 * (6 * D + 2 * K * H + 3 * F) + 4 * N) / 8
     assert mem.activation_bytes == pytest.approx(layer_micro * layer_microbatches, rel=1e-9)
+
+
+def test_logits_count_only_where_the_last_stage_is_the_fullest():
+    # GPipe keeps all M microbatches on every stage, so the last stage (same layers, the
+    # unembedding instead of the embedding, plus one microbatch's fp32 logits over tp) is the
+    # fullest; under 1F1B the first stage holds pp microbatches and the last one, so no logits.
+    gpipe = _gpt_estimate(remat="none", schedule="gpipe")
+    assert gpipe.logits_bytes == S * 1000 * 4 / T_P
+    assert _gpt_estimate(remat="none").logits_bytes == 0
