@@ -9,13 +9,15 @@ Two sources, each worked by hand here, not read back from the package:
   tensor-parallel degree: sec. 4.1 eq. 1, s b h (34 + 5 a s / h) without parallelism; sec. 4.2.1
   eq. 2, s b h (10 + 24 / t + 5 a s / (h t)) with tensor parallelism; sec. 4.2.2, s b h / t (34 +
   5 a s / h) with tensor and sequence parallelism; Table 2, 34 s b h / t with selective
-  recomputation as well and 2 s b h with full recomputation; sec. 4.2.3, the first pipeline stage
-  holds p microbatches of L / p layers (L layers' worth), times 1 + (p - 1) / (p m) with m
-  interleaved chunks per stage.
+  recomputation as well and 2 s b h with full recomputation; sec. 4.2.3 (eq. 5), the first
+  pipeline stage holds p microbatches of L / p layers (L layers' worth), times 1 + (p - 1) / (p m)
+  with m interleaved chunks per stage.
 - Dubey et al. 2024, "The Llama 3 Herd of Models" (`llama3herd2024`), sec. 3.3.2 and Table 4:
   405B pre-trained at 8,192 tokens on TP 8, CP 1, PP 16, DP 64 (32 sequences per DP group) and
   DP 128 (16 per group), "without activation checkpointing"; FSDP that shards gradients and
-  optimizer state but keeps the gathered weights (ZeRO-2 over dp).
+  optimizer state but keeps the gathered weights (ZeRO-2 over dp); one Transformer layer fewer on
+  the first and on the last pipeline stage, to balance memory; an interleaved schedule whose
+  number of chunks per stage the paper does not give.
 """
 import pytest
 
