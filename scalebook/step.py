@@ -180,11 +180,14 @@ def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
 
 
 def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str, dtype: str,
-                               flash: bool) -> tuple[float, float]:
+                               flash: bool, dropout: bool = False) -> tuple[float, float]:
     """(D-wide, rest) bytes per token that all layers save under `policy`.
 
-    The D-wide tensors (layer input, norms, residuals) are whole on every TP chip unless
-    sequence parallelism splits them; the rest (Q, K, V, MLP hidden) are split over tp.
+    The D-wide tensors (layer input, norms, residuals, residual-stream dropout masks;
+    `SavedTensor.d_wide`) are whole on every TP chip unless sequence parallelism splits them; the
+    rest (Q, K, V, scores, MLP hidden) are split over tp. Per layer, for Korthikanti et al.
+    (2022)'s GPT layer with dropout, wide + rest / t is their eq. 2, s b h (10 + 24/t + 5 a s/(h t)),
+    and (wide + rest) / t with sequence parallelism their s b h / t (34 + 5 a s / h).
     """
     model = _as_model(model)
     b = units.dtype_bytes(dtype)
@@ -192,9 +195,10 @@ def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str,
     for moe, count in ((False, model.dense_layers), (True, model.moe_layers)):
         if not count:
             continue
-        for t in tr._saved_tensors(model, seq_len=seq_len, policy=policy, b=b, flash=flash, moe=moe):
+        for t in tr._saved_tensors(model, seq_len=seq_len, policy=policy, b=b, flash=flash, moe=moe,
+                                   dropout=dropout):
             part = t.elements_per_token * t.bytes_per_element * count
-            if t.name in _D_WIDE:
+            if t.d_wide:
                 wide += part
             else:
                 rest += part
@@ -325,14 +329,18 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     bubble_slots = np.where(pp > 1, (pp - 1) / v, 0.0)
     exposed_dp = np.maximum(0.0, t_dp - c_bwd)
 
-    # memory per chip
+    # memory per chip: that of the fullest pipeline stage. Three stages can be the fullest:
+    # the first (most microbatches in flight, the embedding), the first one with a whole
+    # ceil(L / pp) layers, and the last (the unembedding and the fp32 logits). When pp does not
+    # divide L, the pp ceil(L / pp) - L stages with one layer fewer sit at the two ends of the
+    # pipeline, first one first, as Llama 3 balances its pipeline (Dubey et al. 2024, sec. 3.3.2).
+    # Microbatches in flight on stage r, in units of one microbatch through the whole stage
+    # (Korthikanti et al. 2022, sec. 4.2.3): 1F1B min(pp - r, M); GPipe M; interleaved with v
+    # chunks per chip (Megatron's schedule, Narayanan et al. 2021) 2 (pp - r - 1) + (v - 1) pp + 1
+    # chunk passes before the first is freed, i.e. (2 (pp - r - 1) + (v - 1) pp + 1) / v, which is
+    # pp (1 + (pp - 1) / (pp v)) on the first stage; never more than M.
     shard_e = tp * ep * efsdp
-    params_b = (dense_w / (tp * fsdp) + expert_w / shard_e) * s.param_bytes
     expert_dp = data / (ep * efsdp)
-    grads_b = (dense_w / (tp * fsdp) / np.where(zero >= 2, dp, 1.0)
-               + expert_w / shard_e / np.where(zero >= 2, expert_dp, 1.0)) * s.grad_bytes
-    opt_b = (dense_w / (tp * fsdp) / np.where(zero >= 1, dp, 1.0)
-             + expert_w / shard_e / np.where(zero >= 1, expert_dp, 1.0)) * s.optimizer_bytes_per_param
     layer_dense = m.layer_dense_params / m.layers
     layer_expert = m.layer_expert_params / max(m.moe_layers, 1)
     gathered_b = np.where(fsdp > 1, 2 * (layer_dense / tp) * s.param_bytes, 0.0) \
@@ -341,14 +349,43 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     table = _act_table(s, cps)  # [cp, policy, (D-wide, rest)]
     wide, rest = table[cp_idx, remat, 0], table[cp_idx, remat, 1]
     none_wide, none_rest = table[cp_idx, 0, 0], table[cp_idx, 0, 1]
-    per_micro = tok * frac * (wide / np.where(sp > 0, tp, 1.0) + rest / tp)
-    in_flight = np.where(pp == 1, 1.0, np.minimum(pp, n_micro))
-    in_flight = np.where(sched == SCHEDULE_INDEX["gpipe"], n_micro, in_flight)
-    in_flight = np.where(sched == SCHEDULE_INDEX["interleaved"], in_flight * (1 + (pp - 1) / (pp * v)), in_flight)
+    split_wide = np.where(sp > 0, tp, 1.0)
+    layer_micro = tok * (wide / split_wide + rest / tp) / m.layers  # one layer, one microbatch
     # Recomputing one layer in the backward pass holds that layer's full activations.
-    working = np.where(remat > 0, tok * (none_wide / np.where(sp > 0, tp, 1.0) + none_rest / tp) / m.layers, 0.0)
-    act_b = per_micro * in_flight + working
-    logits_b = tok * m.vocab * 4.0 / tp
+    working = np.where(remat > 0, tok * (none_wide / split_wide + none_rest / tp) / m.layers, 0.0)
+    logits_micro = tok * m.vocab * 4.0 / tp  # fp32, vocab-parallel over tp
+    gp, il = sched == SCHEDULE_INDEX["gpipe"], sched == SCHEDULE_INDEX["interleaved"]
+
+    def flight(r):
+        f = np.minimum(pp - r, n_micro)
+        f = np.where(il, np.minimum((2 * (pp - r - 1) + (v - 1) * pp + 1) / v, n_micro), f)
+        return np.where(gp, n_micro, np.where(pp == 1, 1.0, f))
+
+    short = pp * stage_layers - m.layers
+    front = np.ceil(short / 2)
+    last = pp - 1
+    top = m.other_params / np.minimum(pp, 2)  # embedding on the first stage, unembedding on the last
+    candidates = (  # (stage index, layers, top parameters, logits)
+        (0.0, stage_layers - (short >= 1), top, pp == 1),
+        (front, stage_layers, top * ((front == 0) | (front == last)), front == last),
+        (last, stage_layers - (short >= 2), top, True))
+    parts = []
+    for r, layers, top_r, logits in candidates:
+        dense_r, expert_r = layer_dense * layers + top_r, m.layer_expert_params / m.layers * layers
+        dense_shard, expert_shard = dense_r / (tp * fsdp), expert_r / shard_e
+        parts.append((
+            (dense_shard + expert_shard) * s.param_bytes,
+            (dense_shard / np.where(zero >= 2, dp, 1.0)
+             + expert_shard / np.where(zero >= 2, expert_dp, 1.0)) * s.grad_bytes,
+            (dense_shard / np.where(zero >= 1, dp, 1.0)
+             + expert_shard / np.where(zero >= 1, expert_dp, 1.0)) * s.optimizer_bytes_per_param,
+            layer_micro * layers * flight(r) + working,
+            np.where(logits, logits_micro, 0.0)))
+    totals = np.array([sum(p) for p in parts])
+    fullest = np.argmax(totals, axis=0)
+    params_b, grads_b, opt_b, act_b, logits_b = (
+        np.choose(fullest, [np.broadcast_to(p[k], fullest.shape) for p in parts]) for k in range(5))
+    in_flight = np.choose(fullest, [np.broadcast_to(flight(c[0]), fullest.shape) for c in candidates])
     mem = params_b + grads_b + opt_b + gathered_b + act_b + logits_b
     hbm = s.topology.chip.hbm_bytes_per_s
     opt_seconds = (2 * params_b + grads_b + 2 * opt_b) / hbm

@@ -32,6 +32,10 @@ from .errors import model as _as_model
 from .models import Transformer
 
 REMAT_POLICIES = ("none", "matmul_outputs", "full")
+#: What `activation_memory` accepts: the remat policies plus 'attention', Korthikanti et al.
+#: (2022)'s selective recomputation (keep everything but the [B, N, T, T] tensors of the
+#: attention core and recompute QK^T, softmax, dropout and AV in the backward pass).
+ACTIVATION_POLICIES = ("none", "attention", "matmul_outputs", "full")
 
 
 def format_count(n: float) -> str:
@@ -429,12 +433,18 @@ def training_memory(model: Transformer, *, param_dtype: str = "bf16", grad_dtype
 
 @dataclass(frozen=True)
 class SavedTensor:
-    """One activation kept for the backward pass: `elements_per_token` x B T elements."""
+    """One activation kept for the backward pass: `elements_per_token` x B T elements.
+
+    `d_wide`: a [B, T, D] tensor outside the tensor-parallel region (layer input, norms, residual,
+    output projection, dropout masks of the residual stream), whole on every TP chip unless
+    sequence parallelism splits it; the others (Q, K, V, scores, MLP hidden) are split over tp.
+    """
 
     name: str
     shape: str
     elements_per_token: float
     bytes_per_element: float
+    d_wide: bool = False
 
 
 @dataclass(frozen=True)
@@ -450,7 +460,13 @@ class ActivationMemory:
     - 'matmul_outputs': the layer input and the outputs of matmuls against weights that the
       backward needs (jax.checkpoint_policies.dots_with_no_batch_dims_saveable): Q, K, V,
       output projection, gate and up (plain: up): 7 tensors (6). QK^T and AV are recomputed.
+    - 'attention': Korthikanti et al. (2022)'s selective recomputation: what 'none' keeps
+      less the [B, N, T, T] tensors (probabilities, and with `dropout` its mask and output);
+      QK^T, softmax and AV are recomputed from the saved Q, K, V.
     - 'full': the layer input only, 1 tensor; the backward recomputes the whole layer.
+
+    `dropout=True` adds the 1-byte masks of the dropout after attention and after the MLP
+    (and, without flash attention, the mask and output of dropout on the probabilities).
 
     `tensors` lists one layer (the MoE kind if the model has MoE layers); `bytes` sums all
     layers; `remat_flops_per_token` is the extra forward FLOPs per token, all layers, that
@@ -495,13 +511,13 @@ class ActivationMemory:
 
 
 def _saved_tensors(model: Transformer, *, seq_len: int, policy: str, b: float, flash: bool,
-                   moe: bool) -> tuple[SavedTensor, ...]:
+                   moe: bool, dropout: bool = False) -> tuple[SavedTensor, ...]:
     D, N, K, H, T = model.d_model, model.heads, model.kv_heads, model.head_dim, seq_len
     R = model.mla_rope_head_dim
     width = (model.experts_per_token + model.shared_experts) * model.expert_d_ff if moe else model.d_ff
     fw = "k F_e" if moe else "F"
     t = SavedTensor
-    x = t("layer input", "[B,T,D]", D, b)
+    x = t("layer input", "[B,T,D]", D, b, d_wide=True)
     if policy == "full":
         return (x,)
     qkv = [t("Q", "[B,T,N,H+d_R]" if model.is_mla else "[B,T,N,H]", N * (H + R), b),
@@ -516,15 +532,28 @@ def _saved_tensors(model: Transformer, *, seq_len: int, policy: str, b: float, f
     if policy == "matmul_outputs":
         mlp = [t("gate", f"[B,T,{fw}]", width, b), t("up", f"[B,T,{fw}]", width, b)] if gated else \
               [t("up", f"[B,T,{fw}]", width, b)]
-        return (x, *qkv, t("output projection", "[B,T,D]", D, b), *mlp)
-    probs = (t("softmax log-sum-exp", "[B,N,T] fp32", N, 4.0) if flash
-             else t("softmax probabilities", "[B,N,T,T]", N * T, b))
-    attn = [x, t("norm1 output", "[B,T,D]", D, b), *qkv, probs, t("attention output", "[B,T,N*H]", N * H, b)]
-    mid = [] if model.parallel_block else [t("residual after attention", "[B,T,D]", D, b),
-                                           t("norm2 output", "[B,T,D]", D, b)]
+        return (x, *qkv, t("output projection", "[B,T,D]", D, b, d_wide=True), *mlp)
+    # 'none' and 'attention' (Korthikanti et al. 2022's selective recomputation, which drops only
+    # the [B, N, T, T] tensors and recomputes the attention core from the saved Q, K, V).
+    if flash:
+        core = [t("softmax log-sum-exp", "[B,N,T] fp32", N, 4.0)]
+    elif policy == "attention":
+        core = []
+    else:
+        core = [t("softmax probabilities", "[B,N,T,T]", N * T, b)]
+        if dropout:
+            core += [t("attention dropout mask", "[B,N,T,T] 1 byte", N * T, 1.0),
+                     t("attention dropout output", "[B,N,T,T]", N * T, b)]
+    mask = [t("output dropout mask", "[B,T,D] 1 byte", D, 1.0, d_wide=True)] if dropout else []
+    attn = [x, t("norm1 output", "[B,T,D]", D, b, d_wide=True), *qkv, *core,
+            t("attention output", "[B,T,N*H]", N * H, b), *mask]
+    mid = [] if model.parallel_block else [t("residual after attention", "[B,T,D]", D, b, d_wide=True),
+                                           t("norm2 output", "[B,T,D]", D, b, d_wide=True)]
     mlp = ([t("gate", f"[B,T,{fw}]", width, b), t("up", f"[B,T,{fw}]", width, b),
             t("act(gate) * up", f"[B,T,{fw}]", width, b)] if gated
            else [t("up", f"[B,T,{fw}]", width, b), t("act(up)", f"[B,T,{fw}]", width, b)])
+    if dropout:
+        mlp.append(t("MLP dropout mask", "[B,T,D] 1 byte", D, 1.0, d_wide=True))
     return (*attn, *mid, *mlp)
 
 
@@ -533,9 +562,9 @@ def _remat_flops(model: Transformer, *, seq_len: int, causal: bool, policy: str,
     if policy == "none":
         return 0.0
     fl = layer_flops_per_token(model, seq_len=seq_len, causal=causal, moe=moe)
-    if policy == "matmul_outputs":
+    if policy in ("matmul_outputs", "attention"):
         return fl.attention_score_flops
-    # 'full': everything but the matmuls whose outputs only join the residual stream, which no
+    # 'full'': everything but the matmuls whose outputs only join the residual stream, which no
     # gradient needs: the MLP down projection (and, in a parallel block, the output projection).
     width = (model.experts_per_token + model.shared_experts) * model.expert_d_ff if moe else model.d_ff
     unneeded = 2.0 * model.d_model * width
@@ -545,7 +574,8 @@ def _remat_flops(model: Transformer, *, seq_len: int, causal: bool, policy: str,
 
 
 def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: str = "none",
-                      dtype: str = "bf16", flash_attention: bool = False, causal: bool = True) -> ActivationMemory:
+                      dtype: str = "bf16", flash_attention: bool = False, causal: bool = True,
+                      dropout: bool = False) -> ActivationMemory:
     """Activation bytes kept for the backward pass under remat `policy` (Chapter 4).
 
     bytes = sum over layers of B T x (elements per token of each saved tensor) x bytes per element.
@@ -553,17 +583,31 @@ def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: s
     the T^2 term dominating at long context. Remat cost per token (`remat_flops_per_token`):
     'full' one more layer forward less the MLP down projection (its output only joins the
     residual stream, so no gradient needs it; a parallel block also skips the output projection);
-    'matmul_outputs' one more QK^T and AV (`causal` as in `flops_per_token`).
+    'matmul_outputs' and 'attention' one more QK^T and AV (`causal` as in `flops_per_token`).
+
+    Against Korthikanti et al. (2022), eq. 1, for their GPT layer (plain 4D MLP, MHA, 16-bit,
+    dropout): with `dropout=True` a 'none' layer keeps s b h (34 + 5 a s / h) bytes
+    (s = T, b = B, h = D, a = N): the 32 s b h and 2 a s^2 b of the tensors above, plus two
+    1-byte dropout masks on the residual stream (2 s b h) and, on the scores, a 1-byte mask and
+    the 16-bit dropout output (3 a s^2 b). 'attention' is their selective recomputation
+    (34 s b h), 'full' their full recomputation (2 s b h). Where this package departs from
+    them, on purpose: `dropout=False` by default (LLaMA-style pre-training uses none, so no
+    masks); a gated MLP keeps gate, up and act(gate) x up (3 F, against their 2 x 4h); GQA keeps
+    K and V at K H wide (not D); `flash_attention` keeps no T x T tensor, only the fp32
+    log-sum-exp (4 N bytes per token), so 'attention' saves the same as 'none' there; RoPE
+    saves nothing (its backward rotates the gradient back by angles fixed by the positions).
     """
     model = _as_model(model)
     require_positive(batch=batch, seq_len=seq_len)
-    choose("remat policy", policy, REMAT_POLICIES)
+    choose("remat policy", policy, ACTIVATION_POLICIES)
+    _instance("dropout", dropout, bool)
     b = units.dtype_bytes(dtype)
     total = 0.0
     tensors: tuple[SavedTensor, ...] = ()
     for moe, count in ((False, model.dense_layers), (True, model.moe_layers)):
         if count:
-            tensors = _saved_tensors(model, seq_len=seq_len, policy=policy, b=b, flash=flash_attention, moe=moe)
+            tensors = _saved_tensors(model, seq_len=seq_len, policy=policy, b=b, flash=flash_attention, moe=moe,
+                                     dropout=dropout)
             total += count * batch * seq_len * sum(x.elements_per_token * x.bytes_per_element for x in tensors)
     remat = sum(count * _remat_flops(model, seq_len=seq_len, causal=causal, policy=policy, moe=moe)
                 for moe, count in ((False, model.dense_layers), (True, model.moe_layers)) if count)

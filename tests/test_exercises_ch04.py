@@ -56,6 +56,9 @@ HAND = {
     "4.14": 7 * 2 * 4 * 4096 * 8192 * 64 * 128 / 1e12,
     # 4.15: read 32 x 8192^2 bf16 numbers at 3.4 TB/s against 2 x 8192^2 x 32 x 128 FLOPs at 990 TFLOP/s.
     "4.15": (2 * 32 * 8192 ** 2 / 3.4e12) / (2 * 8192 ** 2 * 32 * 128 / H100_BF16),
+    # 4.16: GPT-3 175B layer (h = 12288, a = 96), s = 2048, b = 1: Korthikanti et al.'s eq. 1,
+    # s b h (34 + 5 a s / h), over 32 s b h (16 h elements per token at 2 bytes) + 4 a s (fp32 log-sum-exp).
+    "4.16": 2048 * 12288 * (34 + 5 * 96 * 2048 / 12288) / (32 * 2048 * 12288 + 4 * 96 * 2048),
 }
 
 

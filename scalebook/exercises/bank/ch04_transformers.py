@@ -130,3 +130,16 @@ def keep_or_recompute(model, chip, seq_len, dtype):
     read = roofline.op(chip, flops=0, hbm_bytes=c.probabilities_bytes).memory_seconds
     redo = roofline.op(chip, flops=c.recompute_flops, hbm_bytes=0).compute_seconds
     return read / redo
+
+
+@problem("4.16", title="Korthikanti's layer against today's", unit="", model="gpt3-175b", seq_len=2048,
+         batch=1, dtype="fp16",
+         hint="2022 recipe: s b h (34 + 5 a s / h) bytes (dropout masks, probabilities kept); today's: no "
+              "dropout, and FlashAttention keeps only a 4-byte log-sum-exp per head and token")
+def korthikanti_vs_modern(model, seq_len, batch, dtype):
+    # One layer's saved bytes with dropout and materialised probabilities (Korthikanti et al. 2022,
+    # eq. 1) over the same layer with no dropout and FlashAttention.
+    m = preset(model)
+    old = tr.activation_memory(m, batch=batch, seq_len=seq_len, dtype=dtype, dropout=True).layer_bytes
+    new = tr.activation_memory(m, batch=batch, seq_len=seq_len, dtype=dtype, flash_attention=True).layer_bytes
+    return old / new
