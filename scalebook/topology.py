@@ -263,8 +263,8 @@ def _near(c: Chip, n: int) -> str:
     shapes = sorted(_published(c.name), key=lambda s: (math.prod(s), s))
     same = [s for s in shapes if math.prod(s) == n]
     if not same:
-        below = [s for s in shapes if math.prod(s) < n][-3:]
-        above = [s for s in shapes if math.prod(s) > n][:3]
+        below = [s for s in shapes if math.prod(s) < n][-2:]
+        above = [s for s in shapes if math.prod(s) > n][:2]
         same = below + above
     return ", ".join("x".join(map(str, s)) for s in same)
 
@@ -288,7 +288,7 @@ def slice(chip: "str | Chip", shape: "str | Sequence[int]", *, names: "Sequence[
     """A published TPU slice such as `slice("tpu-v5e", "8x16")` or `slice("tpu-v5p", "4x4x8")`.
 
     Axes are named X, Y, Z in order (or `names`); any order of a published shape's sides is the
-    same slice, and sides of 1 may be left out ("4x4" on a v5p is 4x4x1). An axis wraps around
+    same slice, and sides of 1 may be left out ("2x2" on a v5p is its 2x2x1 host). An axis wraps around
     only where the hardware has the links (module docstring). Raises `Error` for a bad size or a
     shape Google does not offer, listing the published shapes nearest it.
     """
