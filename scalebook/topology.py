@@ -56,14 +56,14 @@ def hop_latency_seconds() -> float:
 
 def link_latency_seconds(link: str) -> float:
     """Latency of one step of a collective on a link kind (tpu_slices.json, ``links``)."""
-    if link not in LINKS:
+    if not isinstance(link, str) or link not in LINKS:
         raise Error(f"unknown link {link!r}; valid: {', '.join(LINKS)}")
     return float(load("tpu_slices")["links"][link]["latency_seconds_per_step"])
 
 
 def link_efficiency(link: str, chip: "str | Chip | None" = None) -> float:
     """Fraction of a link's rate that collectives reach on it (tpu_slices.json, ``links``)."""
-    if link not in LINKS:
+    if not isinstance(link, str) or link not in LINKS:
         raise Error(f"unknown link {link!r}; valid: {', '.join(LINKS)}")
     eff = load("tpu_slices")["links"][link]["bandwidth_efficiency"]
     if isinstance(eff, dict):
@@ -72,6 +72,17 @@ def link_efficiency(link: str, chip: "str | Chip | None" = None) -> float:
             raise Error(f"no {link} efficiency for {name!r}; known: {', '.join(eff)}")
         return float(eff[name])
     return float(eff)
+
+
+def _default_efficiency(link: str, one_way_bytes_per_s: float) -> float:
+    """A link's efficiency when no chip is named: NVLink's by the GPU whose egress matches."""
+    eff = load("tpu_slices")["links"][link]["bandwidth_efficiency"] if link in LINKS else 1.0
+    if not isinstance(eff, dict):
+        return float(eff)
+    for name, value in eff.items():
+        if _chip(name).ici_one_way_bytes_per_s == one_way_bytes_per_s:
+            return float(value)
+    return 1.0
 
 
 def _axis(c: Chip, name: str, size: int, link: str, wraparound: bool, bytes_per_s: float,
@@ -97,10 +108,19 @@ class Axis:
     wraparound: bool
     bytes_per_s: float
     one_way_bytes_per_s: float
-    #: Time of one step of a collective on this network (one ICI hop, one NCCL ring step).
-    latency_seconds: float = 1e-6
-    #: Fraction of `bytes_per_s` a collective actually moves (NCCL's usable NVLink rate, 1.0 elsewhere).
-    bandwidth_efficiency: float = 1.0
+    #: Time of one step of a collective on this network (one ICI hop, one NCCL ring step);
+    #: left out, the link's figure (`link_latency_seconds`).
+    latency_seconds: "float | None" = None
+    #: Fraction of `bytes_per_s` a collective actually moves (NCCL's usable NVLink rate, 1.0
+    #: elsewhere); left out, the link's figure, an NVLink generation known by its GPU egress.
+    bandwidth_efficiency: "float | None" = None
+
+    def __post_init__(self) -> None:
+        # axes cut from others (strategy placements, deployments) keep their network's figures
+        if self.latency_seconds is None:
+            object.__setattr__(self, "latency_seconds", link_latency_seconds(self.link))
+        if self.bandwidth_efficiency is None:
+            object.__setattr__(self, "bandwidth_efficiency", _default_efficiency(self.link, self.one_way_bytes_per_s))
 
     @property
     def network(self) -> str:
@@ -460,7 +480,8 @@ def for_chips(chip: "str | Chip", chips: int) -> Topology:
 
     TPU: one published slice (the one with the most wraparound axes, then the most cube-like)
     when `chips` is a published slice size; otherwise the fewest equal published slices joined
-    over DCN (`multislice`), e.g. 512 v5e chips are two 16x16 slices. GPU: one NVLink domain when `chips`
+    over DCN (`multislice`), e.g. 512 v5e chips are two 16x16 slices. Fewer chips than the
+    smallest slice (1 or 2 of a v4p/v5p/7x host of 4) are part of one host, a line of ICI links. GPU: one NVLink domain when `chips`
     fits in it; otherwise whole domains on a fat tree (`gpu_cluster`, leaves of up to 32 nodes).
     """
     c = _chip(chip)
@@ -476,6 +497,9 @@ def for_chips(chip: "str | Chip", chips: int) -> Topology:
         per_leaf = max(d for d in range(1, 33) if nodes % d == 0)
         return gpu_cluster(c, nodes=nodes, nodes_per_leaf=per_leaf if nodes > 32 else None)
     sizes = slice_sizes(c)
+    if chips < sizes[0] and c.chips_per_host % chips == 0:
+        # fewer chips than the smallest slice (1 or 2 chips of a v5p host): part of one host
+        return _logical_slice(c, (chips,), _TORUS_NAMES[:1])
     for slices in range(1, chips + 1):
         if chips % slices or chips // slices not in sizes:
             continue

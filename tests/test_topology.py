@@ -184,3 +184,16 @@ def test_nvlink_collectives_reach_nccls_usable_share_of_the_link():
     assert topology.gpu_node("h100").axis("X").bandwidth_efficiency == pytest.approx(20.6 / 25)
     assert topology.gpu_node("gb200").axis("X").bandwidth_efficiency == pytest.approx(40.1 / 50)
     assert topology.slice("tpu-v5e", "4x4").axis("X").bandwidth_efficiency == 1.0
+
+
+def test_one_or_two_v5p_chips_are_part_of_one_host():
+    assert topology.for_chips("tpu-v5p", 1).num_chips == 1
+    t = topology.for_chips("tpu-v5p", 2)
+    assert t.axis_sizes == {"X": 2} and not any(t.wraparound.values())
+
+
+def test_an_axis_cut_from_another_keeps_its_networks_latency_and_efficiency():
+    # strategy placements build sub-axes without naming them: NVLink 3.4 us and 20.6 / 25 on H100
+    a = topology.Axis(name="tp/4", size=4, link="nvlink", wraparound=False, bytes_per_s=450e9,
+                      one_way_bytes_per_s=450e9)
+    assert (a.latency_seconds, a.bandwidth_efficiency) == (3.4e-6, pytest.approx(20.6 / 25, abs=5e-4))
