@@ -28,15 +28,19 @@ prose drops it as a large-N approximation, V / W):
     AllToAll  = the bisection bound max_a V floor(N_a/2) ceil(N_a/2) / (N_a N W_a)
                 (= V / (4 W) on one ring of even size, V N_a / (4 N W_a) per axis over several)
     permute   = (V / N) / one-way link bandwidth (every chip sends its shard to a neighbour)
-    hops: N_a // 2 per axis with a wraparound, N_a - 1 without (x2 for AllReduce).
+    hops: N_a // 2 per axis with a wraparound, N_a - 1 without (x2 for AllReduce), 1 us each.
+    Every W here is the link rate x `Axis.bandwidth_efficiency` (1.0 on ICI: none is published).
 
-GPU NVLink (switched, N GPUs in the group, W = GPU egress one way):
+GPU NVLink (switched, N GPUs in the group, W = GPU egress one way x NCCL's usable share, 0.82 on
+H100):
 
     AllGather = ReduceScatter = V (N-1) / (N W);  AllReduce = 2x that;  AllToAll = V (N-1) / (N^2 W)
 
 InfiniBand / DCN axes (M nodes or slices in the group): the same switched formulas with N = M, and
 W = per-chip NIC share x the number of chips of the group inside one node or slice, which share
-the NICs (for an AllGather over a whole H100 cluster: V (M-1) / (M x 400 GB/s)). When a group
+the NICs (for an AllGather over a whole H100 cluster: V (M-1) / (M x 400 GB/s)). Steps: N - 1
+per AllGather or ReduceScatter, 2 (N - 1) per AllReduce, 1 per AllToAll or permute, on each
+switched network, at its latency per step (3.4 us NVLink, 14 us InfiniBand or DCN). When a group
 spans several networks (ICI/NVLink and DCN) the stages pipeline: T_bandwidth is the slowest
 network's time, and the latencies of every stage add. A collective over axes of total size 1
 costs 0.
