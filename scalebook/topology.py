@@ -187,10 +187,12 @@ class Topology:
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
-        head = "<tr><th>axis</th><th>size</th><th>link</th><th>wraparound</th><th>W per chip</th></tr>"
+        head = ("<tr><th>axis</th><th>size</th><th>link</th><th>wraparound</th><th>W per chip</th>"
+                "<th>usable share</th><th>latency per step</th></tr>")
         rows = "".join(
             f"<tr><td>{a.name}</td><td>{a.size}</td><td>{a.link}</td><td>{'yes' if a.wraparound else 'no'}</td>"
-            f"<td>{f(a.bytes_per_s, 'B/s')}</td></tr>" for a in self.axes)
+            f"<td>{f(a.bytes_per_s, 'B/s')}</td><td>{a.bandwidth_efficiency:.0%}</td>"
+            f"<td>{f(a.latency_seconds, 's')}</td></tr>" for a in self.axes)
         cap = f"{self.chip.display_name} {self.kind} {self.shape}: {self.num_chips} chips, {self.num_hosts} hosts"
         return f"<table><caption>{cap}</caption>{head}{rows}</table>"
 

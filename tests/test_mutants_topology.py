@@ -361,8 +361,9 @@ def test_topology_repr_counts_chips_and_hosts():
 
 
 def test_notebook_table_has_a_caption_and_one_row_per_axis():
-    head = "<tr><th>axis</th><th>size</th><th>link</th><th>wraparound</th><th>W per chip</th></tr>"
-    rows = ("<tr><td>X</td><td>8</td><td>ici</td><td>no</td><td>45 GB/s</td></tr>"
-            "<tr><td>Y</td><td>16</td><td>ici</td><td>yes</td><td>90 GB/s</td></tr>")
+    head = ("<tr><th>axis</th><th>size</th><th>link</th><th>wraparound</th><th>W per chip</th>"
+            "<th>usable share</th><th>latency per step</th></tr>")
+    rows = ("<tr><td>X</td><td>8</td><td>ici</td><td>no</td><td>45 GB/s</td><td>100%</td><td>1 µs</td></tr>"
+            "<tr><td>Y</td><td>16</td><td>ici</td><td>yes</td><td>90 GB/s</td><td>100%</td><td>1 µs</td></tr>")
     assert topology.slice("tpu-v5e", "8x16")._repr_html_() == (
         f"<table><caption>TPU v5e torus 8x16: 128 chips, 16 hosts</caption>{head}{rows}</table>")
