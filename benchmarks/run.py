@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""`make bench`: how fast the package imports, each notebook executes, and the book builds.
+"""`make bench`: how close the model is to published runs, how fast the package imports, each notebook
+executes, and the book builds.
 
-Prints a table. Speed goals (import < 100 ms; each chapter < 60 s on a 2-core machine) are
+Prints the validation reports (training: `scalebook.published.training_report`; serving:
+`scalebook.serving_results.validation_report` where that function exists), then a timing table. Speed goals (import < 100 ms; each chapter < 60 s on a 2-core machine) are
 checked here, against measurements, not in timed tests.
 """
 from __future__ import annotations
@@ -56,7 +58,22 @@ def book_build_seconds(clean: bool) -> float:
     return time.perf_counter() - t0
 
 
+def validation_reports() -> list[str]:
+    """The training validation report, and the serving one where `serving_results` provides it."""
+    from scalebook import published, serving_results
+
+    out = [repr(published.training_report(worst=8))]
+    serving = getattr(serving_results, "validation_report", None)
+    if callable(serving):
+        out.append(repr(serving()))
+    else:
+        out.append("Serving validation: scalebook.serving_results.validation_report() is not available yet")
+    return out
+
+
 def main() -> int:
+    for text in validation_reports():
+        print(text, end="\n\n")
     rows = [("import scalebook", import_seconds(), GOALS["import"])]
     for chip in ("h100", "tpu-v5p"):
         rows.append((f"plan llama3-405b on 16384 {chip}", plan_seconds(chip), GOALS["plan"]))

@@ -29,6 +29,7 @@ _LAZY = ("topology", "collectives", "sharding", "models", "transformer", "strate
          "exercises", "grading", "notebook", "jax_layer", "jax_training", "jax_decode", "cli", "runs", "serving_results", "profile")
 _LAZY += ("jax_collectives",)  # chapter 10
 _LAZY += ("memory_levels", "gpu_network")  # chapter 2b
+_LAZY += ("published",)  # chapter 6: validation against published runs
 
 __all__ = [
     "Error", "Chip", "chip", "chip_names", "chips", "format_quantity", "parse_quantity",

@@ -1,11 +1,18 @@
 """Published LLM training runs: what was trained, on what, how it was split, and how fast (Chapter 6).
 
-The data, `data/training_runs.json`, holds runs whose papers state the chips, the parallel layout and a
-measured speed: PaLM 540B on TPU v4, Megatron-LM's weak-scaling GPT models and MT-NLG 530B on A100,
-BLOOM 176B on A100, Llama 3 405B on H100. Chapter 6 sets `scalebook.training`'s estimates beside
-them. Every figure comes from the paper named by `source` (a key of `book/references.bib`) at
-`where`; `inferred` names the fields deduced rather than stated, and `notes` says from what.
-`None` means the paper does not say.
+The data, `data/training_runs.json`, holds runs whose papers or vendor pages state the chips, the
+parallel layout and a measured speed: PaLM 540B on TPU v4; MaxText's 16B-1T configs on TPU v5e and
+v5p; Megatron-LM's weak-scaling GPT models, its ZeRO-3 comparison and its selective-recompute runs,
+MT-NLG 530B and BLOOM 176B on A100; torchtitan's Llama 3 8B/70B on A100; MosaicML's MPT benchmarks
+on A100 and H100; Llama 3 405B on H100; gpt-oss-120b (MoE) on H100 and B200. Chapter 6 sets
+`scalebook.training`'s estimates beside them and `scalebook.published` reports the errors. Every
+figure comes from the document named by `source` (a key of `book/references.bib`) at `where`;
+`inferred` names the fields deduced rather than stated, and `notes` says from what. `None` means
+the source does not say.
+
+Each run has a `role`: `"fit"` runs may be used to tune the model's constants, `"validation"` runs
+only test it. The roles follow the rule stated in the data's note (per source and chip, every third
+run in order of size, starting from the second), so at most a third of the runs are fitted.
 
 How the fields are counted:
 
@@ -38,6 +45,8 @@ from .models import Transformer, preset
 #: Strategy fields passed to `scalebook.training`, in `estimate_kwargs()["strategy_kwargs"]`.
 _STRATEGY_FIELDS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel",
                     "microbatch", "remat", "zero", "flash_attention")
+#: What a run is for: `fit` runs may tune the model's constants, `validation` runs only test it.
+ROLES = ("fit", "validation")
 #: Integer flags of `scalebook train-estimate`, in the order of its contract.
 _CLI_INT_FLAGS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp")
 
@@ -79,6 +88,11 @@ class PublishedRun:
     where: str
     inferred: tuple[str, ...]
     notes: str
+    role: str = "validation"
+
+    def __post_init__(self):
+        if self.role not in ROLES:
+            raise Error(f"run {self.id!r}: role must be one of {', '.join(ROLES)}, got {self.role!r}")
 
     @property
     def model_name(self) -> str:
@@ -189,7 +203,8 @@ class PublishedRun:
                     f"{self.reported_flops_per_s_per_chip / 1e12:g} TFLOP/s/chip"
                     if self.reported_flops_per_s_per_chip else ""]
         return (f"PublishedRun({self.id!r}: {self.model_name} on {self.chips} {self.chip}, {layout or 'dp=1'}, "
-                f"batch {self.batch_seqs} x {self.seq_len}, {', '.join(r for r in reported if r)}; {self.source})")
+                f"batch {self.batch_seqs} x {self.seq_len}, {', '.join(r for r in reported if r)}; {self.source}; "
+                f"{self.role})")
 
 
 @dataclass(frozen=True)
@@ -218,6 +233,16 @@ def _run(entry: dict) -> PublishedRun:
 def published_runs() -> tuple[PublishedRun, ...]:
     """Every modelled run in `data/training_runs.json`, in file order."""
     return tuple(_run(e) for e in load("training_runs")["runs"])
+
+
+def runs_with_role(role: str) -> tuple[PublishedRun, ...]:
+    """The runs whose `role` is `role` ('fit' or 'validation'), in file order; another role raises `Error`.
+
+    >>> {r.role for r in runs_with_role("fit")}
+    {'fit'}
+    """
+    choose("role", role, list(ROLES))
+    return tuple(r for r in published_runs() if r.role == role)
 
 
 def run_ids() -> list[str]:

@@ -1,0 +1,275 @@
+"""How far the training model is from published runs: the validation report (Chapter 6).
+
+`training_report()` predicts every run of `scalebook.runs.published_runs()` whose `role` is
+`"validation"` with `scalebook.training.estimate` at its default (fitted) efficiencies, and compares
+training tokens per second per chip with what the run reported:
+
+    error = predicted / reported - 1,   summarised by |error| (median, mean, max)
+
+overall, by chip family (`"tpu"` for every TPU generation, else the GPU's name: `"a100"`,
+`"h100"`) and by source (the run's bib key). The `"fit"` runs are left out: the model's constants
+may be tuned on them, so they cannot test it. The reported figure is
+`PublishedRun.reported_tokens_per_s_per_chip()` (tokens/s, step time, Megatron's FLOP count or
+MFU, in that order); a validation run that reports none of these is listed as unscored.
+
+Each row carries `simplifications`: what the run does that the model leaves out or approximates,
+read from the run's fields and from the estimate (a memory check that fails on a layout that ran,
+slices joined over the data-center network laid out as one torus, recompute policies mapped to the
+nearest of scalebook's three, layouts whose microbatching was not published...). They say where to
+look, not how much each one costs.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from html import escape
+from typing import Mapping, Sequence
+
+from . import runs, training
+from .errors import Error, integer
+from .hardware import chip as _chip
+
+__all__ = ["ErrorSummary", "RunComparison", "TrainingReport", "anchored_validation_runs", "chip_family",
+           "simplifications", "summarize", "training_report"]
+
+
+@dataclass(frozen=True)
+class ErrorSummary:
+    """Median, mean and max of |predicted / reported - 1| over `count` runs."""
+
+    count: int
+    median_abs_error: float
+    mean_abs_error: float
+    max_abs_error: float
+
+    def __repr__(self) -> str:
+        return (f"{self.count} runs: median {100 * self.median_abs_error:.1f}%, mean {100 * self.mean_abs_error:.1f}%, "
+                f"max {100 * self.max_abs_error:.1f}%")
+
+
+def summarize(errors: Sequence[float]) -> ErrorSummary:
+    """The `ErrorSummary` of signed relative errors (predicted / reported - 1); raises `Error` when empty."""
+    if not errors:
+        raise Error("summarize needs at least one error")
+    magnitudes = [abs(float(e)) for e in errors]
+    return ErrorSummary(count=len(magnitudes), median_abs_error=statistics.median(magnitudes),
+                        mean_abs_error=statistics.fmean(magnitudes), max_abs_error=max(magnitudes))
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """One validation run: reported and predicted tokens/s per chip, the signed error, and what the model simplifies.
+
+    `predicted_tokens_per_s_per_chip` and `error` are None when the estimate raised (`failure` says
+    why); `reported_tokens_per_s_per_chip` and `error` are None when the run reports no speed that
+    converts.
+    """
+
+    id: str
+    source: str
+    chip: str
+    chip_family: str
+    reported_tokens_per_s_per_chip: float | None
+    predicted_tokens_per_s_per_chip: float | None
+    error: float | None
+    simplifications: tuple[str, ...]
+    failure: str = ""
+
+    @property
+    def reason(self) -> str:
+        """The simplifications as one sentence (or the failure)."""
+        if self.failure:
+            return f"the estimate failed: {self.failure}"
+        return "; ".join(self.simplifications) or "no simplification flagged"
+
+    def __repr__(self) -> str:
+        err = "n/a" if self.error is None else f"{100 * self.error:+.1f}%"
+        return f"RunComparison({self.id!r}: {err}; {self.reason})"
+
+
+@dataclass(frozen=True)
+class TrainingReport:
+    """The validation report of `training_report()` (see the module docstring)."""
+
+    overall: ErrorSummary
+    by_chip_family: Mapping[str, ErrorSummary]
+    by_source: Mapping[str, ErrorSummary]
+    rows: tuple[RunComparison, ...]
+    worst: tuple[RunComparison, ...]
+    fit_count: int
+    validation_count: int
+    anchored: tuple[str, ...] = ()
+
+    @property
+    def scored(self) -> tuple[RunComparison, ...]:
+        """Rows with both a reported and a predicted figure."""
+        return tuple(r for r in self.rows if r.error is not None)
+
+    @property
+    def unscored(self) -> tuple[RunComparison, ...]:
+        """Rows without an error: no convertible reported speed, or an estimate that failed."""
+        return tuple(r for r in self.rows if r.error is None)
+
+    def __repr__(self) -> str:
+        lines = [f"Training validation: {self.validation_count} validation runs "
+                 f"({len(self.scored)} scored), {self.fit_count} fit runs left out",
+                 *([f"  note: the current efficiency constants were fitted on validation run(s) "
+                    f"{', '.join(self.anchored)}; refit them on the fit runs"] if self.anchored else []),
+                 f"  overall      {self.overall!r}"]
+        lines += [f"  {fam:<12} {s!r}" for fam, s in self.by_chip_family.items()]
+        lines.append("  by source:")
+        lines += [f"    {src:<28} {s!r}" for src, s in self.by_source.items()]
+        lines.append("  worst:")
+        lines += [f"    {r.id:<34} {100 * r.error:+7.1f}%  {r.reason}" for r in self.worst]
+        lines += [f"    {r.id:<34}     n/a  {r.failure or 'no reported speed converts to tokens/s'}"
+                  for r in self.unscored]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        def row(name: str, s: ErrorSummary) -> str:
+            return (f"<tr><td>{escape(name)}</td><td>{s.count}</td><td>{100 * s.median_abs_error:.1f}%</td>"
+                    f"<td>{100 * s.mean_abs_error:.1f}%</td><td>{100 * s.max_abs_error:.1f}%</td></tr>")
+
+        head = "<tr><th>runs</th><th>n</th><th>median |error|</th><th>mean |error|</th><th>max |error|</th></tr>"
+        body = [row("all validation runs", self.overall)]
+        body += [row(f"chip family {fam}", s) for fam, s in self.by_chip_family.items()]
+        body += [row(f"source {src}", s) for src, s in self.by_source.items()]
+        worst = "".join(f"<tr><td>{escape(r.id)}</td><td>{100 * r.error:+.1f}%</td><td>{escape(r.reason)}</td></tr>"
+                        for r in self.worst)
+        note = (f" The current efficiency constants were fitted on {escape(', '.join(self.anchored))}, marked validation: "
+                "refit them on the fit runs." if self.anchored else "")
+        return (f"<p>Training validation: {self.validation_count} validation runs ({len(self.scored)} scored); "
+                f"{self.fit_count} fit runs left out.{note}</p><table>{head}{''.join(body)}</table>"
+                f"<table><tr><th>worst run</th><th>error</th><th>what the model simplifies</th></tr>{worst}</table>")
+
+
+def chip_family(chip: str) -> str:
+    """'tpu' for any TPU generation, otherwise the chip's own name ('a100', 'h100', ...)."""
+    return "tpu" if _chip(chip).is_tpu else str(chip)
+
+
+def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate | None = None) -> tuple[str, ...]:
+    """What `run` does that the step model leaves out or approximates (see the module docstring).
+
+    Read from the run's fields (and from `estimate` when given: its memory check). Each entry is a
+    short phrase naming the simplification.
+    """
+    out: list[str] = []
+    if estimate is not None and not estimate.fits:
+        out.append(f"the memory model says {estimate.memory.bytes / 1e9:.0f} GB per chip does not fit in "
+                   f"{estimate.memory.hbm_bytes / 1e9:.0f} GB, yet the run ran (activation and buffer accounting)")
+    chip = _chip(run.chip)
+    if chip.is_tpu and run.dp > 1 and run.source == "maxtext2023configs":
+        out.append("slices joined over the data-center network are laid out as one torus (the DCN hop is not priced)")
+    if run.fsdp > 1 and run.source == "llama3herd2024":
+        out.append("the paper's FSDP keeps gathered weights from forward to backward; scalebook's fsdp gathers them twice")
+    per_replica = run.batch_tokens // (run.dp * run.fsdp)
+    if run.fsdp > 1 and per_replica <= 8192:
+        out.append(f"FSDP/ZeRO-3 over {run.fsdp} chips at {per_replica} tokens per replica: per-layer weight gathers "
+                   "with little compute to hide behind")
+    if "remat" in run.inferred:
+        out.append("the recompute policy is not stated as one of scalebook's none/selective/full (inferred or mapped)")
+    if run.pp > 1 and (run.microbatch is None or run.virtual_stages is None):
+        out.append("pipeline microbatching or interleaving not published, defaults assumed")
+    if run.seq_len >= 16384:
+        out.append(f"long sequences ({run.seq_len} tokens): attention kernel efficiency is not shape-aware")
+    m = run.model_config()
+    if m.d_model <= 2560:
+        out.append(f"small matmuls (d_model {m.d_model}): one matmul efficiency for every shape")
+    if m.routed_experts:
+        out.append(f"mixture of experts ({m.routed_experts} experts, {m.experts_per_token} per token): token dispatch "
+                   "and small per-expert matmuls")
+    if run.flash_attention is False:
+        out.append("materialised attention scores and separate softmax kernels, priced as memory-bound work")
+    anchors = _anchor_chips().get(chip_family(run.chip) if chip.is_tpu else "gpu", ())
+    if anchors and run.chip not in anchors:
+        out.append(f"its chip's efficiency constant was fitted on {', '.join(sorted(anchors))} runs only")
+    return tuple(out)
+
+
+def _anchor_ids() -> dict[str, tuple[str, ...]]:
+    """Each efficiency family of data/training_efficiency.json and the run ids it was fitted on (read defensively)."""
+    from ._data import load
+
+    try:
+        table = load("training_efficiency")
+    except Exception:  # the file is being rewritten by the fitting work; the report must not depend on it
+        return {}
+    out: dict[str, tuple[str, ...]] = {}
+    for family, entry in table.items() if isinstance(table, dict) else ():
+        if isinstance(entry, dict):
+            ids = entry.get("runs", [entry.get("run")])
+            out[family] = tuple(i for i in ids if isinstance(i, str)) if isinstance(ids, list) else ()
+    return out
+
+
+def anchored_validation_runs() -> tuple[str, ...]:
+    """Validation runs that the current efficiency constants were nevertheless fitted on.
+
+    Their errors are near zero by construction until the constants are refitted on the `fit`
+    runs; `TrainingReport` lists them so that its statistics are read with that in mind.
+    """
+    val = {r.id for r in runs.published_runs() if r.role == "validation"}
+    return tuple(sorted({i for ids in _anchor_ids().values() for i in ids} & val))
+
+
+def _anchor_chips() -> dict[str, tuple[str, ...]]:
+    """The chips of the runs each efficiency family in data/training_efficiency.json was fitted on.
+
+    A family entry names its anchor run as `run` (one id) or `runs` (a list); anything else is
+    skipped, so a new format only drops this one simplification.
+    """
+    known = {r.id: r.chip for r in runs.published_runs()}
+    out: dict[str, tuple[str, ...]] = {}
+    for family, ids in _anchor_ids().items():
+        chips = tuple(sorted({known[i] for i in ids if i in known}))
+        if chips:
+            out[family] = chips
+    return out
+
+
+def _compare(run: runs.PublishedRun) -> RunComparison:
+    reported = run.reported_tokens_per_s_per_chip()
+    family = chip_family(run.chip)
+    kw = run.estimate_kwargs()
+    try:
+        est = training.estimate(run.model_config(), strategy=training.Strategy(**kw.pop("strategy_kwargs")), **kw)
+    except Error as exc:
+        return RunComparison(id=run.id, source=run.source, chip=run.chip, chip_family=family,
+                             reported_tokens_per_s_per_chip=reported, predicted_tokens_per_s_per_chip=None, error=None,
+                             simplifications=simplifications(run), failure=str(exc))
+    predicted = float(est.tokens_per_s_per_chip)
+    return RunComparison(id=run.id, source=run.source, chip=run.chip, chip_family=family,
+                         reported_tokens_per_s_per_chip=reported, predicted_tokens_per_s_per_chip=predicted,
+                         error=None if not reported else predicted / reported - 1,
+                         simplifications=simplifications(run, est))
+
+
+def _grouped(rows: Sequence[RunComparison], key) -> dict[str, ErrorSummary]:
+    groups: dict[str, list[float]] = {}
+    for r in rows:
+        groups.setdefault(key(r), []).append(r.error)
+    return {k: summarize(v) for k, v in sorted(groups.items())}
+
+
+def training_report(*, worst: int = 5) -> TrainingReport:
+    """Predict every validation run and summarise the errors (see the module docstring).
+
+    `worst` is how many of the largest |errors| to list, each with the simplifications behind it.
+    """
+    worst = integer("worst", worst, minimum=0)
+    all_runs = runs.published_runs()
+    rows = tuple(_compare(r) for r in all_runs if r.role == "validation")
+    scored = [r for r in rows if r.error is not None]
+    if not scored:
+        raise Error("no validation run could be scored; check scalebook/data/training_runs.json")
+    return TrainingReport(
+        overall=summarize([r.error for r in scored]),
+        by_chip_family=_grouped(scored, lambda r: r.chip_family),
+        by_source=_grouped(scored, lambda r: r.source),
+        rows=rows,
+        worst=tuple(sorted(scored, key=lambda r: -abs(r.error))[:worst]),
+        fit_count=sum(r.role == "fit" for r in all_runs),
+        validation_count=len(rows),
+        anchored=anchored_validation_runs(),
+    )
