@@ -291,3 +291,11 @@ def test_gather_to_one_refuses_a_group_spanning_two_networks():
 def test_point_to_point_between_the_same_chip_is_free():
     t = col.point_to_point(V5E, (3, 4), (3, 4), bytes_=1e9)
     assert (t.hops, t.seconds) == (0, 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(v=st.floats(min_value=0.0, max_value=1e12), kind=st.sampled_from(col.KINDS))
+def test_the_additive_time_is_between_the_larger_term_and_twice_it(v, kind):
+    # T = latency + bandwidth, so max(l, b) <= T <= 2 max(l, b): Austin et al.'s rule is off by at most 2
+    c = col.cost(kind, topology.gpu_cluster("h100", nodes=4), axes=["X", "Y"], bytes_=v)
+    assert c.max_convention_seconds <= c.seconds <= 2 * c.max_convention_seconds + 1e-18

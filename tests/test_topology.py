@@ -197,3 +197,9 @@ def test_an_axis_cut_from_another_keeps_its_networks_latency_and_efficiency():
     a = topology.Axis(name="tp/4", size=4, link="nvlink", wraparound=False, bytes_per_s=450e9,
                       one_way_bytes_per_s=450e9)
     assert (a.latency_seconds, a.bandwidth_efficiency) == (3.4e-6, pytest.approx(20.6 / 25, abs=5e-4))
+
+
+def test_a_count_that_is_no_slice_nor_equal_slices_names_the_valid_counts():
+    # 3 v5p chips: not part of a 4-chip host evenly, not a slice, not slices of one
+    with pytest.raises(Error, match="valid counts: 4, 8, 16, 32, 64"):
+        topology.for_chips("tpu-v5p", 3)
