@@ -16,6 +16,11 @@ part 12 for GPUs). Conventions:
   max(T_bandwidth, T_latency) (a collective is either bandwidth- or latency-bound), an
   approximation that drops the smaller term; it stays available as `max_convention_seconds`.
   Passing `hop_latency_seconds` prices every step at that one latency instead.
+- On NVLink, InfiniBand and DCN the collective takes the fastest of NCCL's three protocols
+  (`CollectiveCost.protocol`), as NCCL's tuner does: LL (0.6 us per NVLink step, 2.7 us per
+  network step, half the bandwidth) wins for small arrays, LL128 (1.9 / 4.0 us, 0.92 of it) in
+  between, Simple (3.4 / 14 us, all of it) for large ones. `Axis.latency_seconds` is the Simple
+  figure; the others scale it. ICI has one protocol.
 
 TPU torus (ICI) axes, W_a = bidirectional ICI per link where axis a wraps around, one-way
 (half) where it does not; over k axes W = sum of their W_a, so k equal axes are k times faster.
@@ -53,7 +58,9 @@ from typing import Sequence
 
 from . import units
 from .errors import Error, require_non_negative, require_positive
-from .topology import Axis, Topology, _coords, hops as _hops
+from .topology import LINKS, PROTOCOLS, Axis, Topology, _coords, hops as _hops, link_protocols
+
+_PROTO = {link: link_protocols(link) for link in LINKS}  # link -> protocol -> (latency ratio, bandwidth share)
 
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
 
@@ -104,6 +111,9 @@ class CollectiveCost:
     hops: int
     bandwidth_seconds: float
     latency_seconds: float
+    #: NCCL protocol that gives the least time on NVLink/InfiniBand/DCN ('LL', 'LL128', 'Simple');
+    #: 'Simple' on ICI alone or when `hop_latency_seconds` is given.
+    protocol: str = "Simple"
 
     @property
     def seconds(self) -> float:
@@ -223,10 +233,11 @@ def cost(kind: str, topology: Topology, *, axes: "str | Sequence[str]", bytes_: 
     # inside a node or slice) per chip -- equivalently W_outer x chips of the group per node.
     inner = [a for a in group if a.network in ("ici", "nvlink")]
     outer = [a for a in group if a.network == "dcn"]
-    stages: list[tuple[float, float, int, float]] = []  # (seconds, one-way bandwidth, steps, latency/step)
+    # (seconds, one-way bandwidth, steps, latency/step, link kind of the stage)
+    stages: list[tuple[float, float, int, float, str]] = []
     ici = [a for a in inner if a.network == "ici"]
     if ici:
-        stages.append(_ici(kind, v, tuple(ici)))
+        stages.append(_ici(kind, v, tuple(ici)) + ("ici",))
     for switched in ([a for a in inner if a.network == "nvlink"], outer):
         if not switched:
             continue
@@ -235,13 +246,28 @@ def cost(kind: str, topology: Topology, *, axes: "str | Sequence[str]", bytes_: 
         share = math.prod(a.size for a in inner) if switched is outer else 1
         steps = {"all-gather": m - 1, "reduce-scatter": m - 1, "all-reduce": 2 * (m - 1)}.get(kind, 1)
         stages.append((_switched(kind, v / share, m, w), w, steps if m > 1 else 0,
-                       max(a.latency_seconds for a in switched)))
+                       max(a.latency_seconds for a in switched), switched[0].link))
     slowest = max(stages, key=lambda s: s[0])
     steps = sum(s[2] for s in stages)
-    latency = sum(s[2] * (s[3] if hop_latency_seconds is None else hop_latency_seconds) for s in stages)
+    # NCCL picks the protocol with the least time; ICI (and a given hop latency) has one
+    best = None
+    protocols = _protocols(stages) if hop_latency_seconds is None else ("Simple",)
+    for p in protocols:
+        bw, lat = 0.0, 0.0
+        for t, _, st, alpha, link in stages:
+            ratio, factor = _PROTO[link].get(p, (1.0, 1.0)) if hop_latency_seconds is None else (1.0, 1.0)
+            bw = max(bw, t / factor)
+            lat += st * (alpha * ratio if hop_latency_seconds is None else hop_latency_seconds)
+        if best is None or bw + lat < best[0] + best[1]:
+            best = (bw, lat, p)
     return CollectiveCost(kind=kind, axes=names, group_size=n, array_bytes=v, bytes_per_device=per_device,
                           bytes_per_link=slowest[0] * slowest[1], hops=steps,
-                          bandwidth_seconds=slowest[0], latency_seconds=latency)
+                          bandwidth_seconds=best[0], latency_seconds=best[1], protocol=best[2])
+
+
+def _protocols(stages) -> tuple[str, ...]:
+    """The protocols to try: NCCL's three when a stage crosses NVLink, InfiniBand or DCN."""
+    return PROTOCOLS if any(s[4] != "ici" for s in stages) else ("Simple",)
 
 
 def all_gather(topology: Topology, *, axes: "str | Sequence[str]", bytes_: float, **kw) -> CollectiveCost:

@@ -47,7 +47,7 @@ from .errors import model as _as_model
 from . import units
 from .models import Transformer
 from .strategy import REMAT, Placement
-from .topology import Topology
+from .topology import PROTOCOLS, Topology, link_protocols
 
 POLICIES = tuple(REMAT)  # index order of the `remat` array
 SCHEDULE_INDEX = {"1f1b": 0, "gpipe": 1, "interleaved": 2}
@@ -115,11 +115,16 @@ def _steps(kind: str, m):
     return np.where(m > 1, per if per is not None else 1.0, 0.0)
 
 
+_NVL_PROTO = link_protocols("nvlink")
+_NET_PROTO = link_protocols("infiniband")
+assert _NET_PROTO == link_protocols("dcn")
+
+
 def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
     """Seconds of collective `kind` of a V-byte array over group `g` (arrays; `collectives.cost`).
 
     The additive form: every stage's steps x its network's latency, plus the slowest stage's bytes
-    at its effective bandwidth.
+    at its effective bandwidth, with the fastest of NCCL's protocols where a stage is switched.
     """
     n_ici, w = g["n_ici"], g["w_ici"]
     if kind in ("all-gather", "reduce-scatter"):
@@ -135,9 +140,17 @@ def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
     hops = np.where(n_ici > 1, hops, 0.0)
     t_nvl = _switched(kind, v, g["m_nvl"], g["w_nvl"])
     t_dcn = _switched(kind, v / np.maximum(g["share"], 1.0), g["m_dcn"], g["w_dcn"])
-    latency = (hops * g["lat_ici"] + _steps(kind, g["m_nvl"]) * g["lat_nvl"]
-               + _steps(kind, g["m_dcn"]) * g["lat_dcn"])
-    t = np.maximum(np.maximum(t_ici, t_nvl), t_dcn) + latency
+    s_nvl, s_dcn = _steps(kind, g["m_nvl"]), _steps(kind, g["m_dcn"])
+    switched = (s_nvl + s_dcn) > 0
+    t = None
+    for p in PROTOCOLS:  # NCCL's fastest protocol where a stage is switched (`collectives.cost`)
+        r_nvl, f_nvl = _NVL_PROTO[p]
+        r_dcn, f_dcn = _NET_PROTO[p]
+        t_p = (np.maximum(np.maximum(t_ici, t_nvl / f_nvl), t_dcn / f_dcn)
+               + hops * g["lat_ici"] + s_nvl * g["lat_nvl"] * r_nvl + s_dcn * g["lat_dcn"] * r_dcn)
+        if p != "Simple":
+            t_p = np.where(switched, t_p, np.inf)
+        t = t_p if t is None else np.minimum(t, t_p)
     n = n_ici * g["m_nvl"] * g["m_dcn"]
     return np.where((n > 1) & (v > 0), t, 0.0)
 

@@ -61,6 +61,27 @@ def link_latency_seconds(link: str) -> float:
     return float(load("tpu_slices")["links"][link]["latency_seconds_per_step"])
 
 
+PROTOCOLS = ("LL", "LL128", "Simple")
+
+
+def link_protocols(link: str) -> dict[str, tuple[float, float]]:
+    """NCCL protocol -> (its step latency / the Simple one, its share of the bandwidth) on a link.
+
+    NCCL sends each collective with one protocol, the fastest for its size: LL (0.6 us per NVLink
+    ring step, half the bandwidth) for small messages, LL128 (1.9 us, 0.92), Simple (3.4 us, all
+    of it) for large ones; 2.7 / 4.0 / 14 us across InfiniBand (tpu_slices.json, from NCCL's
+    tuning.cc). ICI has one protocol: {"Simple": (1, 1)}.
+    """
+    if not isinstance(link, str) or link not in LINKS:
+        raise Error(f"unknown link {link!r}; valid: {', '.join(LINKS)}")
+    rec = load("tpu_slices")["links"][link]
+    table = rec.get("protocols")
+    if not table:
+        return {"Simple": (1.0, 1.0)}
+    simple = table["Simple"]["latency_seconds_per_step"]
+    return {p: (table[p]["latency_seconds_per_step"] / simple, table[p]["bandwidth_factor"]) for p in PROTOCOLS}
+
+
 def link_efficiency(link: str, chip: "str | Chip | None" = None) -> float:
     """Fraction of a link's rate that collectives reach on it (tpu_slices.json, ``links``)."""
     if not isinstance(link, str) or link not in LINKS:
@@ -108,8 +129,9 @@ class Axis:
     wraparound: bool
     bytes_per_s: float
     one_way_bytes_per_s: float
-    #: Time of one step of a collective on this network (one ICI hop, one NCCL ring step);
-    #: left out, the link's figure (`link_latency_seconds`).
+    #: Time of one step of a collective on this network (one ICI hop; one NCCL ring step with the
+    #: Simple protocol of large messages, `link_protocols` scales it for LL and LL128); left out,
+    #: the link's figure (`link_latency_seconds`).
     latency_seconds: "float | None" = None
     #: Fraction of `bytes_per_s` a collective actually moves (NCCL's usable NVLink rate, 1.0
     #: elsewhere); left out, the link's figure, an NVLink generation known by its GPU egress.

@@ -203,3 +203,16 @@ def test_nccl_latencies_are_its_ring_simple_protocol_figures():
     assert topology.link_latency_seconds("nvlink") == 3.4e-6
     assert topology.link_latency_seconds("infiniband") == 14e-6
     assert topology.link_efficiency("nvlink", "h100") == pytest.approx(20.6 / 25, abs=5e-4)
+
+
+def test_nccl_protocol_table_is_its_ring_latencies_and_bandwidth_shares():
+    # tuning.cc (2.30.7): Ring LL / LL128 / Simple = 0.6 / 1.9 / 3.4 us on NVLink, 2.7 / 4.0 / 14 us on
+    # the network; LL keeps half the bus bandwidth, LL128 0.92 of it
+    from scalebook import topology
+
+    nvl, net = topology.link_protocols("nvlink"), topology.link_protocols("infiniband")
+    assert {p: (round(r * 3.4e-6, 12), f) for p, (r, f) in nvl.items()} == {
+        "LL": (0.6e-6, 0.5), "LL128": (1.9e-6, 0.92), "Simple": (3.4e-6, 1.0)}
+    assert {p: (round(r * 14e-6, 12), f) for p, (r, f) in net.items()} == {
+        "LL": (2.7e-6, 0.5), "LL128": (4.0e-6, 0.92), "Simple": (14e-6, 1.0)}
+    assert topology.link_protocols("ici") == {"Simple": (1.0, 1.0)}

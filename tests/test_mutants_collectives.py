@@ -218,9 +218,30 @@ def test_a_given_hop_latency_prices_every_step_alike():
     assert c.latency_seconds == pytest.approx(10e-6, rel=1e-12)
 
 
-def test_small_fsdp_gathers_across_nodes_are_latency_bound():
-    # 64 KB over 4 nodes x 8 GPUs: the bytes take 64e3 * 7/8 / (0.824 * 450e9) = 0.15 us on NVLink,
-    # 64e3/8 * 3/4 / 50e9 = 0.12 us on InfiniBand; the 10 steps take 23.8 + 42 = 65.8 us
+def test_small_fsdp_gathers_across_nodes_are_latency_bound_and_take_nccls_ll_protocol():
+    # 64 KB over 4 nodes x 8 GPUs. LL (NCCL 2.30.7: 0.6 us per NVLink step, 2.7 us per network step,
+    # half the bandwidth): NVLink bytes 64e3 * 7/8 / (0.824 * 450e9) / 0.5 = 0.30 us (> InfiniBand
+    # 64e3/8 * 3/4 / 50e9 / 0.5 = 0.24 us), steps 7 x 0.6 + 3 x 2.7 = 12.3 us. Simple would take
+    # 7 x 3.4 + 3 x 14 = 65.8 us of latency, LL128 7 x 1.9 + 3 x 4.0 = 25.3 us.
     c = col.cost("all-gather", CLUSTER, axes=["X", "Y"], bytes_=64e3)
-    assert c.regime == "latency"
-    assert c.seconds == pytest.approx(65.8e-6 + 64e3 * 7 / 8 / (0.824 * 450e9), rel=1e-9)
+    assert (c.regime, c.protocol) == ("latency", "LL")
+    assert c.seconds == pytest.approx(12.3e-6 + 64e3 * 7 / 8 / (0.824 * 450e9) / 0.5, rel=1e-9)
+
+
+def test_a_mid_sized_allreduce_in_a_node_takes_ll128():
+    # 8 MB AllReduce over 8 H100s, bytes term 8e6 * 2 * 7/8 / (0.824 * 450e9) = 37.8 us at full rate:
+    # LL 14 x 0.6 + 37.8 / 0.5 = 83.9 us; LL128 14 x 1.9 + 37.8 / 0.92 = 67.6 us; Simple 14 x 3.4 + 37.8 = 85.4 us
+    c = col.cost("all-reduce", GPU, axes="X", bytes_=8e6)
+    bw = 8e6 * 2 * 7 / 8 / (0.824 * 450e9)
+    assert c.protocol == "LL128"
+    assert c.seconds == pytest.approx(14 * 1.9e-6 + bw / 0.92, rel=1e-9)
+
+
+def test_a_large_allreduce_takes_simple_at_the_full_usable_rate():
+    c = col.cost("all-reduce", GPU, axes="X", bytes_=V)  # 1 GB
+    assert c.protocol == "Simple"
+    assert c.seconds == pytest.approx(14 * 3.4e-6 + 1e9 * 2 * 7 / 8 / (0.824 * 450e9), rel=1e-9)
+
+
+def test_a_tpu_collective_has_one_protocol():
+    assert col.cost("all-gather", TPU, axes="X", bytes_=1e3).protocol == "Simple"
