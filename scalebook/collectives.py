@@ -8,8 +8,19 @@ part 12 for GPUs). Conventions:
   all N shards of an AllToAll or permute together. For `A[I_X, J] -> A[I, J]`, V = bytes(A).
   Arrays also sharded along other axes count as held by one device: AllGather_X of A[I_X, J_Y]
   has V = bytes(A) / |Y|.
-- Time is T = max(T_bandwidth, T_latency), the book's convention (a collective is either
-  bandwidth-bound or latency-bound), with T_latency = hops x `hop_latency_seconds` (1 us).
+- Time is the additive alpha-beta form T = T_latency + T_bandwidth: T_latency = the collective's
+  steps on each network x that network's latency per step (`Axis.latency_seconds`: 1 us per ICI
+  hop, 3.4 us per NVLink ring step, 14 us per InfiniBand or DCN step), and T_bandwidth = the
+  bytes term below / (W x `Axis.bandwidth_efficiency`). NCCL's own cost model has this form
+  (time = latency + bytes / bandwidth, src/graph/tuning.cc). Austin et al. 2025 use
+  max(T_bandwidth, T_latency) (a collective is either bandwidth- or latency-bound), an
+  approximation that drops the smaller term; it stays available as `max_convention_seconds`.
+  Passing `hop_latency_seconds` prices every step at that one latency instead.
+- On NVLink, InfiniBand and DCN the collective takes the fastest of NCCL's three protocols
+  (`CollectiveCost.protocol`), as NCCL's tuner does: LL (0.6 us per NVLink step, 2.7 us per
+  network step, half the bandwidth) wins for small arrays, LL128 (1.9 / 4.0 us, 0.92 of it) in
+  between, Simple (3.4 / 14 us, all of it) for large ones. `Axis.latency_seconds` is the Simple
+  figure; the others scale it. ICI has one protocol.
 
 TPU torus (ICI) axes, W_a = bidirectional ICI per link where axis a wraps around, one-way
 (half) where it does not; over k axes W = sum of their W_a, so k equal axes are k times faster.
@@ -22,17 +33,22 @@ prose drops it as a large-N approximation, V / W):
     AllToAll  = the bisection bound max_a V floor(N_a/2) ceil(N_a/2) / (N_a N W_a)
                 (= V / (4 W) on one ring of even size, V N_a / (4 N W_a) per axis over several)
     permute   = (V / N) / one-way link bandwidth (every chip sends its shard to a neighbour)
-    hops: N_a // 2 per axis with a wraparound, N_a - 1 without (x2 for AllReduce).
+    hops: N_a // 2 per axis with a wraparound, N_a - 1 without (x2 for AllReduce), 1 us each.
+    Every W here is the link rate x `Axis.bandwidth_efficiency` (1.0 on ICI: none is published).
 
-GPU NVLink (switched, N GPUs in the group, W = GPU egress one way):
+GPU NVLink (switched, N GPUs in the group, W = GPU egress one way x NCCL's usable share, 0.82 on
+H100):
 
     AllGather = ReduceScatter = V (N-1) / (N W);  AllReduce = 2x that;  AllToAll = V (N-1) / (N^2 W)
 
 InfiniBand / DCN axes (M nodes or slices in the group): the same switched formulas with N = M, and
 W = per-chip NIC share x the number of chips of the group inside one node or slice, which share
-the NICs (for an AllGather over a whole H100 cluster: V (M-1) / (M x 400 GB/s)). When a group
+the NICs (for an AllGather over a whole H100 cluster: V (M-1) / (M x 400 GB/s)). Steps: N - 1
+per AllGather or ReduceScatter, 2 (N - 1) per AllReduce, 1 per AllToAll or permute, on each
+switched network, at its latency per step (3.4 us NVLink, 14 us InfiniBand or DCN). When a group
 spans several networks (ICI/NVLink and DCN) the stages pipeline: T_bandwidth is the slowest
-network's time, and latencies add. A collective over axes of total size 1 costs 0.
+network's time, and the latencies of every stage add. A collective over axes of total size 1
+costs 0.
 """
 from __future__ import annotations
 
@@ -42,7 +58,9 @@ from typing import Sequence
 
 from . import units
 from .errors import Error, require_non_negative, require_positive
-from .topology import Axis, Topology, _coords, hops as _hops
+from .topology import LINKS, PROTOCOLS, Axis, Topology, _coords, hops as _hops, link_protocols
+
+_PROTO = {link: link_protocols(link) for link in LINKS}  # link -> protocol -> (latency ratio, bandwidth share)
 
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
 
@@ -93,10 +111,18 @@ class CollectiveCost:
     hops: int
     bandwidth_seconds: float
     latency_seconds: float
+    #: NCCL protocol that gives the least time on NVLink/InfiniBand/DCN ('LL', 'LL128', 'Simple');
+    #: 'Simple' on ICI alone or when `hop_latency_seconds` is given.
+    protocol: str = "Simple"
 
     @property
     def seconds(self) -> float:
-        """max(bandwidth_seconds, latency_seconds): the book's convention."""
+        """latency_seconds + bandwidth_seconds: the additive alpha-beta time (module docstring)."""
+        return self.latency_seconds + self.bandwidth_seconds
+
+    @property
+    def max_convention_seconds(self) -> float:
+        """max(bandwidth_seconds, latency_seconds): Austin et al. 2025's approximation."""
         return max(self.bandwidth_seconds, self.latency_seconds)
 
     @property
@@ -110,16 +136,17 @@ class CollectiveCost:
         f = units.format_quantity
         return (f"CollectiveCost({label(self.kind)} over {''.join(self.axes) or '-'} (N={self.group_size}): "
                 f"V={f(self.array_bytes, 'B')}, {f(self.bytes_per_device, 'B')} sent per device, "
-                f"{f(self.seconds, 's')} ({self.regime}; bandwidth {f(self.bandwidth_seconds, 's')}, "
-                f"latency {f(self.latency_seconds, 's')} = {self.hops} hops))")
+                f"{f(self.seconds, 's')} ({self.regime}; bandwidth {f(self.bandwidth_seconds, 's')} "
+                f"+ latency {f(self.latency_seconds, 's')} of {self.hops} steps))")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
         rows = [("collective", label(self.kind)), ("axes", ", ".join(self.axes) or "-"), ("N", self.group_size),
                 ("V (array)", f(self.array_bytes, "B")), ("sent per device", f(self.bytes_per_device, "B")),
                 ("per link", f(self.bytes_per_link, "B")), ("bandwidth time", f(self.bandwidth_seconds, "s")),
-                ("latency time", f"{f(self.latency_seconds, 's')} ({self.hops} hops)"),
-                ("time", f"<b>{f(self.seconds, 's')}</b> ({self.regime}-bound)")]
+                ("latency time", f"{f(self.latency_seconds, 's')} ({self.hops} steps)"),
+                ("time (latency + bandwidth)", f"<b>{f(self.seconds, 's')}</b> ({self.regime}-bound)"),
+                ("max of the two (Austin et al.)", f(self.max_convention_seconds, "s"))]
         body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
         return f"<table>{body}</table>"
 
@@ -156,23 +183,25 @@ def _cut_pairs(size: int) -> int:
     return (size // 2) * ((size + 1) // 2)
 
 
-def _ici(kind: str, v: float, axes: tuple[Axis, ...]) -> tuple[float, float, int]:
-    """(seconds, one-way bandwidth of the busiest link, hops) on the torus axes of a group."""
+def _ici(kind: str, v: float, axes: tuple[Axis, ...]) -> tuple[float, float, int, float]:
+    """(seconds, effective one-way bandwidth of the busiest link, hops, latency per hop) on torus axes."""
     axes = tuple(a for a in axes if a.size > 1)
     if not axes:
-        return 0.0, 1.0, 0
+        return 0.0, 1.0, 0, 0.0
     n = math.prod(a.size for a in axes)
     hops = sum(a.size // 2 if a.wraparound else a.size - 1 for a in axes)
-    w = sum(a.bytes_per_s for a in axes)
-    one_way = min(a.one_way_bytes_per_s for a in axes)
+    eff = min(a.bandwidth_efficiency for a in axes)
+    lat = max(a.latency_seconds for a in axes)
+    w = sum(a.bytes_per_s for a in axes) * eff
+    one_way = min(a.one_way_bytes_per_s for a in axes) * eff
     if kind in ("all-gather", "reduce-scatter"):
-        return v * (n - 1) / (n * w), one_way, hops
+        return v * (n - 1) / (n * w), one_way, hops, lat
     if kind == "all-reduce":
-        return 2 * v * (n - 1) / (n * w), one_way, 2 * hops
+        return 2 * v * (n - 1) / (n * w), one_way, 2 * hops, lat
     if kind == "all-to-all":
-        return max(v * _cut_pairs(a.size) / (a.size * n * a.bytes_per_s) for a in axes), one_way, hops
+        return max(v * _cut_pairs(a.size) / (a.size * n * a.bytes_per_s * eff) for a in axes), one_way, hops, lat
     wrap = len(axes) == 1 and axes[0].wraparound
-    return v / (n * one_way), one_way, 1 if wrap else hops
+    return v / (n * one_way), one_way, 1 if wrap else hops, lat
 
 
 def cost(kind: str, topology: Topology, *, axes: "str | Sequence[str]", bytes_: float,
@@ -185,8 +214,8 @@ def cost(kind: str, topology: Topology, *, axes: "str | Sequence[str]", bytes_: 
     kind = canonical_kind(kind)
     group = _axes(topology, axes)
     require_non_negative(bytes_=bytes_)
-    latency = topology.hop_latency_seconds if hop_latency_seconds is None else hop_latency_seconds
-    require_non_negative(hop_latency_seconds=latency)
+    if hop_latency_seconds is not None:
+        require_non_negative(hop_latency_seconds=hop_latency_seconds)
     n = math.prod(a.size for a in group)
     v = float(bytes_)
     names = tuple(a.name for a in group)
@@ -204,27 +233,41 @@ def cost(kind: str, topology: Topology, *, axes: "str | Sequence[str]", bytes_: 
     # inside a node or slice) per chip -- equivalently W_outer x chips of the group per node.
     inner = [a for a in group if a.network in ("ici", "nvlink")]
     outer = [a for a in group if a.network == "dcn"]
-    stages: list[tuple[float, float, int]] = []  # (seconds, one-way link bandwidth, hops)
+    # (seconds, one-way bandwidth, steps, latency/step, link kind of the stage)
+    stages: list[tuple[float, float, int, float, str]] = []
     ici = [a for a in inner if a.network == "ici"]
     if ici:
-        stages.append(_ici(kind, v, tuple(ici)))
-    nvl = [a for a in inner if a.network == "nvlink"]
-    if nvl:
-        m = math.prod(a.size for a in nvl)
-        w = min(a.bytes_per_s for a in nvl)
+        stages.append(_ici(kind, v, tuple(ici)) + ("ici",))
+    for switched in ([a for a in inner if a.network == "nvlink"], outer):
+        if not switched:
+            continue
+        m = math.prod(a.size for a in switched)
+        w = min(a.bytes_per_s for a in switched) * min(a.bandwidth_efficiency for a in switched)
+        share = math.prod(a.size for a in inner) if switched is outer else 1
         steps = {"all-gather": m - 1, "reduce-scatter": m - 1, "all-reduce": 2 * (m - 1)}.get(kind, 1)
-        stages.append((_switched(kind, v, m, w), w, steps if m > 1 else 0))
-    if outer:
-        m = math.prod(a.size for a in outer)
-        w = min(a.bytes_per_s for a in outer)
-        share = math.prod(a.size for a in inner)
-        steps = {"all-gather": m - 1, "reduce-scatter": m - 1, "all-reduce": 2 * (m - 1)}.get(kind, 1)
-        stages.append((_switched(kind, v / share, m, w), w, steps if m > 1 else 0))
+        stages.append((_switched(kind, v / share, m, w), w, steps if m > 1 else 0,
+                       max(a.latency_seconds for a in switched), switched[0].link))
     slowest = max(stages, key=lambda s: s[0])
-    hops = sum(s[2] for s in stages)
+    steps = sum(s[2] for s in stages)
+    # NCCL picks the protocol with the least time; ICI (and a given hop latency) has one
+    best = None
+    protocols = _protocols(stages) if hop_latency_seconds is None else ("Simple",)
+    for p in protocols:
+        bw, lat = 0.0, 0.0
+        for t, _, st, alpha, link in stages:
+            ratio, factor = _PROTO[link].get(p, (1.0, 1.0)) if hop_latency_seconds is None else (1.0, 1.0)
+            bw = max(bw, t / factor)
+            lat += st * (alpha * ratio if hop_latency_seconds is None else hop_latency_seconds)
+        if best is None or bw + lat < best[0] + best[1]:
+            best = (bw, lat, p)
     return CollectiveCost(kind=kind, axes=names, group_size=n, array_bytes=v, bytes_per_device=per_device,
-                          bytes_per_link=slowest[0] * slowest[1], hops=hops,
-                          bandwidth_seconds=slowest[0], latency_seconds=hops * latency)
+                          bytes_per_link=slowest[0] * slowest[1], hops=steps,
+                          bandwidth_seconds=best[0], latency_seconds=best[1], protocol=best[2])
+
+
+def _protocols(stages) -> tuple[str, ...]:
+    """The protocols to try: NCCL's three when a stage crosses NVLink, InfiniBand or DCN."""
+    return PROTOCOLS if any(s[4] != "ici" for s in stages) else ("Simple",)
 
 
 def all_gather(topology: Topology, *, axes: "str | Sequence[str]", bytes_: float, **kw) -> CollectiveCost:
@@ -267,7 +310,12 @@ class Transfer:
 
     @property
     def seconds(self) -> float:
-        """max(bandwidth_seconds, latency_seconds), the chapter's convention."""
+        """latency_seconds + bandwidth_seconds (the additive form of the module docstring)."""
+        return self.latency_seconds + self.bandwidth_seconds
+
+    @property
+    def max_convention_seconds(self) -> float:
+        """max(bandwidth_seconds, latency_seconds): Austin et al. 2025's approximation."""
         return max(self.bandwidth_seconds, self.latency_seconds)
 
 
@@ -276,19 +324,25 @@ def point_to_point(topology: Topology, src, dst, *, bytes_: float,
     """Time to send `bytes_` from chip `src` to chip `dst` (coordinates per axis) over one route.
 
     Chapter 3: the message crosses `topology.hops(src, dst)` links, pipelined, so
-    T = max(bytes / W_link, hops x hop latency), W_link the slowest one-way link on the route
-    (the sender uses one link in one direction; splitting it over several routes is not modelled).
+    T = hops x hop latency + bytes / W_link, W_link the slowest one-way link on the route times its
+    efficiency (the sender uses one link in one direction; splitting it over several routes is not
+    modelled). Each hop costs its axis's `latency_seconds` unless `hop_latency_seconds` is given.
     """
     h = _hops(topology, src, dst)
     require_non_negative(bytes_=bytes_)
-    latency = topology.hop_latency_seconds if hop_latency_seconds is None else hop_latency_seconds
-    require_non_negative(hop_latency_seconds=latency)
+    if hop_latency_seconds is not None:
+        require_non_negative(hop_latency_seconds=hop_latency_seconds)
     a_, b_ = _coords(topology, src, "src"), _coords(topology, dst, "dst")
     used = [a for a, x, y in zip(topology.axes, a_, b_) if x != y]
-    w = min((a.one_way_bytes_per_s for a in used), default=math.inf)
+    w = min((a.one_way_bytes_per_s * a.bandwidth_efficiency for a in used), default=math.inf)
     bw = float(bytes_) / w if used else 0.0
+    latency = 0.0
+    for a, x, y in zip(topology.axes, a_, b_):
+        d = abs(x - y)
+        n_hops = (min(d, a.size - d) if a.wraparound else d) if a.network == "ici" else int(d > 0)
+        latency += n_hops * (a.latency_seconds if hop_latency_seconds is None else hop_latency_seconds)
     return Transfer(hops=h, array_bytes=float(bytes_), link_bytes_per_s=w if used else 0.0,
-                    bandwidth_seconds=bw, latency_seconds=h * latency)
+                    bandwidth_seconds=bw, latency_seconds=latency)
 
 
 @dataclass(frozen=True)
@@ -305,6 +359,12 @@ class GatherToOne:
 
     @property
     def seconds(self) -> float:
+        """latency_seconds + bandwidth_seconds (the additive form of the module docstring)."""
+        return self.latency_seconds + self.bandwidth_seconds
+
+    @property
+    def max_convention_seconds(self) -> float:
+        """max(bandwidth_seconds, latency_seconds): Austin et al. 2025's approximation."""
         return max(self.bandwidth_seconds, self.latency_seconds)
 
 
@@ -313,7 +373,7 @@ def gather_to_one(topology: Topology, *, axes: "str | Sequence[str]", bytes_: fl
     """Gather a V-byte array sharded over `axes` onto one chip (jax.device_get of a sharded array, on chip).
 
     Chapter 3: the receiving chip must take in V (N-1)/N through its own links, so
-    T = V (N-1) / (N x ingress). On a torus axis the best receiver sits mid-ring with a neighbour
+    T = hops x latency + V (N-1) / (N x ingress), ingress counted at the links' efficiency. On a torus axis the best receiver sits mid-ring with a neighbour
     on each side (one neighbour on an axis of 2): ingress = sum over axes of neighbours x one-way
     bandwidth, and the farthest shard is N_a // 2 hops away per axis. On a switched network
     (NVLink, InfiniBand, DCN) ingress is the chip's link W. The result: no faster than an
@@ -321,8 +381,8 @@ def gather_to_one(topology: Topology, *, axes: "str | Sequence[str]", bytes_: fl
     """
     group = _axes(topology, axes)
     require_non_negative(bytes_=bytes_)
-    latency = topology.hop_latency_seconds if hop_latency_seconds is None else hop_latency_seconds
-    require_non_negative(hop_latency_seconds=latency)
+    if hop_latency_seconds is not None:
+        require_non_negative(hop_latency_seconds=hop_latency_seconds)
     group = tuple(a for a in group if a.size > 1)
     n = math.prod(a.size for a in group)
     v = float(bytes_)
@@ -333,11 +393,12 @@ def gather_to_one(topology: Topology, *, axes: "str | Sequence[str]", bytes_: fl
         raise Error(f"gather_to_one prices axes of one network; {', '.join(a.name for a in group)} span "
                     f"{', '.join(sorted(networks))}")
     if networks == {"ici"}:
-        ingress = sum((1 if a.size == 2 else 2) * a.one_way_bytes_per_s for a in group)
+        ingress = sum((1 if a.size == 2 else 2) * a.one_way_bytes_per_s * a.bandwidth_efficiency for a in group)
         hop_count = sum(a.size // 2 for a in group)
     else:
-        ingress = min(a.bytes_per_s for a in group)
+        ingress = min(a.bytes_per_s * a.bandwidth_efficiency for a in group)
         hop_count = 1
+    latency = max(a.latency_seconds for a in group) if hop_latency_seconds is None else hop_latency_seconds
     received = v * (n - 1) / n
     return GatherToOne(group_size=n, array_bytes=v, received_bytes=received, ingress_bytes_per_s=ingress,
                        hops=hop_count, bandwidth_seconds=received / ingress, latency_seconds=hop_count * latency)
@@ -357,6 +418,12 @@ class RingTime:
 
     @property
     def seconds(self) -> float:
+        """latency_seconds + bandwidth_seconds (the additive form of the module docstring)."""
+        return self.latency_seconds + self.bandwidth_seconds
+
+    @property
+    def max_convention_seconds(self) -> float:
+        """max(bandwidth_seconds, latency_seconds): Austin et al. 2025's approximation."""
         return max(self.bandwidth_seconds, self.latency_seconds)
 
 
@@ -369,6 +436,8 @@ def ring(kind: str, *, size: int, bytes_: float, one_way_bytes_per_s: float, bid
     from each side), N // 2 steps and V (N-1) / (2N) per link direction: T = V (N-1) / (2 N W_1),
     twice as fast. AllReduce doubles both (ReduceScatter then AllGather). A line without a
     wraparound has the one-way time, with N - 1 steps both ways (the end chip has one link).
+    `seconds` adds steps x `hop_latency_seconds` to the bandwidth time (`max_convention_seconds`
+    keeps the larger of the two, as Austin et al. 2025 do).
     """
     kind = canonical_kind(kind)
     if kind not in ("all-gather", "reduce-scatter", "all-reduce"):

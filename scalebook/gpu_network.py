@@ -16,8 +16,17 @@ GPU, one way). All formulas keep their exact (N-1)/N factors; the prose drops th
                     NVLink part: max of the two
 
 `collectives.cost` prices the same hierarchical collectives with its stages overlapped (the time
-of the slowest); `hierarchical_*` here list the stages and add them, the bound for an
-implementation that runs them back to back.
+of the slowest), at NCCL's usable share of each link and with each network's latency per step;
+the functions here give the bandwidth terms at the links' full rate, and `hierarchical_*` list the
+stages and add them, the bound for an implementation that runs them back to back.
+
+InfiniBand is rail-optimised: a node has one NIC per GPU, GPU i of every node sits on rail i, and
+NCCL runs one ring (channel) per NIC. When all g GPUs of each node take part in a cross-node
+collective, each GPU drives its own NIC: W_ib = node egress / g per GPU, and the node moves its
+full egress. A group with one GPU per node (DP across nodes with TP filling the node) gets the
+same W_ib per GPU while the other GPUs' NICs serve their own groups; only if those NICs sat idle
+could NCCL's PXN (routing over NVLink to a NIC on another rail) lend them, which this model does
+not count.
 """
 from __future__ import annotations
 
@@ -256,18 +265,25 @@ def hierarchical_all_gather(chip: "str | Chip", bytes_: float, *, nodes: int) ->
     return HierarchicalCollective("all-gather", c.name, nodes, g, v, stages)
 
 
-def flat_ring_all_reduce_seconds(chip: "str | Chip", bytes_: float, *, nodes: int) -> float:
-    """AllReduce as one flat ring over all M g GPUs: 2 V (N-1) / (N W_ib) (chapter 2b).
+def flat_ring_all_reduce_seconds(chip: "str | Chip", bytes_: float, *, nodes: int, rings: int | None = None) -> float:
+    """AllReduce as flat rings over all N = M g GPUs, each ring through one NIC per node (chapter 2b).
 
-    A ring through every GPU crosses InfiniBand at each node boundary, and the slowest link sets
-    the pace: every GPU forwards 2 V (N-1) / N bytes at its NIC share. The hierarchical form
-    sends only 1/g of that over InfiniBand.
+    A ring through every GPU crosses InfiniBand once at each node boundary; its slowest link is
+    that NIC, so a ring carrying a share V_r of the array takes 2 V_r (N-1) / (N W_ib). NCCL runs
+    one ring per NIC (`rings` = g, the default), each with V / g: T = 2 V (N-1) / (N g W_ib), the
+    node's whole egress, about the InfiniBand stage of the hierarchical form; its cost is latency,
+    2 (N-1) ring steps instead of 2 (M-1). `rings=1` is a single ring through one NIC per node,
+    T = 2 V (N-1) / (N W_ib), which NCCL never runs: g times slower.
     """
     c, g, _, w_ib = _hier_setup(chip, bytes_, nodes)
+    r = g if rings is None else rings
+    _count("rings", r)
+    if r > g:
+        raise Error(f"rings must be at most the {g} NICs of a {c.name} node (one ring per NIC), got {r}")
     n = nodes * g
     if nodes == 1:
         return all_reduce_seconds(c, bytes_)
-    return 2 * bytes_ * (n - 1) / (n * w_ib)
+    return 2 * bytes_ * (n - 1) / (n * r * w_ib)
 
 
 # --- parallelism rooflines on GPU clusters -------------------------------------------------------------
@@ -292,7 +308,8 @@ def pipeline_min_layers_per_stage(chip: "str | Chip", *, d_model: int, link: str
 class ParallelismLimits:
     """Chapter 2b's table row for one GPU: where each parallelism stops hiding its communication.
 
-    Batches are tokens per GPU per step (bf16 gradients); widths are the expert's F_e.
+    Batches are tokens per GPU per step (bf16 gradients); widths are the expert's F_e. Link rates
+    are the full ones (NCCL's usable share, 0.8 of NVLink, would raise the NVLink bounds by 1/0.8).
     """
 
     chip: str
@@ -310,7 +327,10 @@ def parallelism_limits(chip: "str | Chip", *, d_model: int) -> ParallelismLimits
 
     - DP/FSDP in a node: B > C / W_nvl tokens per GPU (chapter 5's rule, large-N limit).
     - across nodes, every GPU of a node in the data-parallel group: the collective runs
-      hierarchically and 1/g of the bytes cross InfiniBand per GPU, so B > C / (g W_ib).
+      hierarchically, an NVLink stage (every byte, B > C / W_nvl) and an InfiniBand stage (1/g of
+      the bytes per GPU, B > C / (g W_ib)); pipelined, the slower stage sets the bound:
+      B > max(C / W_nvl, C / (g W_ib)). On H100 the InfiniBand stage is slower (g W_ib = 400 GB/s
+      < 450 GB/s); on GB200 NVL72 the NVLink stage is (72 x 50 GB/s = 3.6 TB/s > 900 GB/s).
     - with g-way TP in the node and DP across nodes: each GPU holds 1/g of the weights and the
       group has one GPU per node: B > C / (g W_ib) again, now per GPU of the TP group.
     - TP in a node: tp <= 9 D W_nvl / (b C) for a standard layer (`training`'s rule, P = 12 D^2).
@@ -328,7 +348,8 @@ def parallelism_limits(chip: "str | Chip", *, d_model: int) -> ParallelismLimits
     return ParallelismLimits(
         chip=c.name,
         dp_batch_in_node=rule_of_thumb_batch_per_chip(c, link="nvlink"),
-        dp_batch_across_nodes=rule_of_thumb_batch_per_chip(c, link="infiniband", chips_sharing=g),
+        dp_batch_across_nodes=max(rule_of_thumb_batch_per_chip(c, link="nvlink"),
+                                  rule_of_thumb_batch_per_chip(c, link="infiniband", chips_sharing=g)),
         dp_batch_across_nodes_tp_in_node=rule_of_thumb_batch_per_chip(c, link="infiniband", tp=g),
         tp_max_degree_in_node=9 * d_model * c.ici_one_way_bytes_per_s / (b * c.peak_flops_per_s("bf16")),
         ep_min_expert_width_in_node=min_expert_width(c, link="nvlink"),

@@ -47,7 +47,7 @@ from .errors import model as _as_model
 from . import units
 from .models import Transformer
 from .strategy import REMAT, Placement
-from .topology import Topology
+from .topology import PROTOCOLS, Topology, link_protocols
 
 POLICIES = tuple(REMAT)  # index order of the `remat` array
 SCHEDULE_INDEX = {"1f1b": 0, "gpipe": 1, "interleaved": 2}
@@ -57,29 +57,39 @@ _D_WIDE = {"layer input", "norm1 output", "residual after attention", "norm2 out
 # --- collectives on a group, vectorised --------------------------------------------------------
 
 _FIELDS = ("n_ici", "w_ici", "hops_ici", "oneway_ici", "a2a_ici", "wrap1", "m_nvl", "w_nvl", "m_dcn", "w_dcn",
-           "share", "latency")
+           "share", "latency", "lat_ici", "lat_nvl", "lat_dcn")
 
 
 def describe(placement: Placement, group: str) -> dict[str, float]:
-    """The numbers `price` needs about one group of a placement (see `collectives.cost`)."""
+    """The numbers `price` needs about one group of a placement (see `collectives.cost`).
+
+    Bandwidths are effective (link rate x `Axis.bandwidth_efficiency`); `lat_*` are each network's
+    latency per step (`Axis.latency_seconds`); `latency` is the topology's ICI hop, kept for callers.
+    """
     topo = placement.topology
     axes = [topo.axis(n) for n in placement.groups[group]]
     ici = [a for a in axes if a.network == "ici" and a.size > 1]
     nvl = [a for a in axes if a.network == "nvlink"]
     dcn = [a for a in axes if a.network == "dcn"]
     n_ici = math.prod(a.size for a in ici)
+    e_ici = min((a.bandwidth_efficiency for a in ici), default=1.0)
+    e_nvl = min((a.bandwidth_efficiency for a in nvl), default=1.0)
+    e_dcn = min((a.bandwidth_efficiency for a in dcn), default=1.0)
     return dict(
         n_ici=n_ici,
-        w_ici=sum(a.bytes_per_s for a in ici) or 1.0,
+        w_ici=sum(a.bytes_per_s for a in ici) * e_ici or 1.0,
         hops_ici=sum(a.size // 2 if a.wraparound else a.size - 1 for a in ici),
-        oneway_ici=min((a.one_way_bytes_per_s for a in ici), default=1.0),
-        a2a_ici=max(((a.size // 2) * ((a.size + 1) // 2) / (a.size * n_ici * a.bytes_per_s) for a in ici),
+        oneway_ici=min((a.one_way_bytes_per_s for a in ici), default=1.0) * e_ici,
+        a2a_ici=max(((a.size // 2) * ((a.size + 1) // 2) / (a.size * n_ici * a.bytes_per_s * e_ici) for a in ici),
                     default=0.0),
         wrap1=float(len(ici) == 1 and ici[0].wraparound),
-        m_nvl=math.prod(a.size for a in nvl), w_nvl=min((a.bytes_per_s for a in nvl), default=1.0),
-        m_dcn=math.prod(a.size for a in dcn), w_dcn=min((a.bytes_per_s for a in dcn), default=1.0),
+        m_nvl=math.prod(a.size for a in nvl), w_nvl=min((a.bytes_per_s for a in nvl), default=1.0) * e_nvl,
+        m_dcn=math.prod(a.size for a in dcn), w_dcn=min((a.bytes_per_s for a in dcn), default=1.0) * e_dcn,
         share=math.prod(a.size for a in axes if a.network != "dcn"),
         latency=topo.hop_latency_seconds,
+        lat_ici=max((a.latency_seconds for a in ici), default=0.0),
+        lat_nvl=max((a.latency_seconds for a in nvl), default=0.0),
+        lat_dcn=max((a.latency_seconds for a in dcn), default=0.0),
     )
 
 
@@ -105,8 +115,17 @@ def _steps(kind: str, m):
     return np.where(m > 1, per if per is not None else 1.0, 0.0)
 
 
+_NVL_PROTO = link_protocols("nvlink")
+_NET_PROTO = link_protocols("infiniband")
+assert _NET_PROTO == link_protocols("dcn")
+
+
 def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
-    """Seconds of collective `kind` of a V-byte array over group `g` (arrays; `collectives.cost`)."""
+    """Seconds of collective `kind` of a V-byte array over group `g` (arrays; `collectives.cost`).
+
+    The additive form: every stage's steps x its network's latency, plus the slowest stage's bytes
+    at its effective bandwidth, with the fastest of NCCL's protocols where a stage is switched.
+    """
     n_ici, w = g["n_ici"], g["w_ici"]
     if kind in ("all-gather", "reduce-scatter"):
         t_ici, hops = v * (n_ici - 1) / (n_ici * w), g["hops_ici"]
@@ -121,8 +140,17 @@ def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
     hops = np.where(n_ici > 1, hops, 0.0)
     t_nvl = _switched(kind, v, g["m_nvl"], g["w_nvl"])
     t_dcn = _switched(kind, v / np.maximum(g["share"], 1.0), g["m_dcn"], g["w_dcn"])
-    hops = hops + _steps(kind, g["m_nvl"]) + _steps(kind, g["m_dcn"])
-    t = np.maximum(np.maximum(t_ici, t_nvl), np.maximum(t_dcn, hops * g["latency"]))
+    s_nvl, s_dcn = _steps(kind, g["m_nvl"]), _steps(kind, g["m_dcn"])
+    switched = (s_nvl + s_dcn) > 0
+    t = None
+    for p in PROTOCOLS:  # NCCL's fastest protocol where a stage is switched (`collectives.cost`)
+        r_nvl, f_nvl = _NVL_PROTO[p]
+        r_dcn, f_dcn = _NET_PROTO[p]
+        t_p = (np.maximum(np.maximum(t_ici, t_nvl / f_nvl), t_dcn / f_dcn)
+               + hops * g["lat_ici"] + s_nvl * g["lat_nvl"] * r_nvl + s_dcn * g["lat_dcn"] * r_dcn)
+        if p != "Simple":
+            t_p = np.where(switched, t_p, np.inf)
+        t = t_p if t is None else np.minimum(t, t_p)
     n = n_ici * g["m_nvl"] * g["m_dcn"]
     return np.where((n > 1) & (v > 0), t, 0.0)
 

@@ -6,9 +6,11 @@ of link with its own bandwidth:
 
 - ``ici``: a TPU torus axis. With a wraparound a chip can send both ways round a ring, so the
   axis carries `Chip.ici_bidi_bytes_per_s` (the book's `W_ici`); without one it carries about the
-  one-way figure, half of it. Wraparounds exist (hardware_specs.json, ``conventions``) on
-  v5e/v6e only along axes of size 16, and on v4p/v5p/7x only when the slice is made of full
-  4x4x4 cubes (every dimension a multiple of 4), where the optical switches close every ring.
+  one-way figure, half of it. Only published slice shapes exist (tpu_slices.json, from the Cloud
+  TPU documentation): v5e/v6e offer 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16 and 16x16 and wrap around
+  only along axes of 16 chips; v4p/v5p/7x offer 3D shapes whose sides are all at most 4 or all
+  multiples of 4, and wrap around on every axis only when the slice is made of whole 4x4x4 cubes
+  (every side a multiple of 4), where the optical switches close every ring.
 - ``dcn``: between TPU slices; each chip gets its share of its host's NIC
   (`Chip.dcn_bytes_per_s`).
 - ``nvlink``: GPUs of one NVLink domain (8, or 72 on GB200 NVL72) behind NVSwitches: a switched
@@ -17,10 +19,21 @@ of link with its own bandwidth:
   node egress / GPUs per node (400 GB/s / 8 = 50 GB/s on H100), at every level of the tree
   (leaf, spine) as in the DGX H100 SuperPod (Austin et al. 2025, part 12).
 
+Every axis also carries its network's latency per step of a collective (`Axis.latency_seconds`)
+and the fraction of its link rate a collective reaches (`Axis.bandwidth_efficiency`), both cited
+in tpu_slices.json: 1 us per ICI hop (Austin et al. 2025, part 3); 3.4 us per NVLink ring step and
+14 us per InfiniBand ring step from NCCL's own performance model, which also gives NVLink's usable
+bandwidth (20.6 of 25 GB/s per link on H100: 0.824); DCN borrows the InfiniBand step latency (no
+figure is published for it). NCCL runs one ring per NIC (rail-optimised): when every GPU of a
+node is in a cross-node group, each gets node egress / GPUs per node; a group with one GPU per
+node while the other GPUs idle could reach more through their NICs (NCCL's PXN routes over
+NVLink to another rail), which this model does not count.
+
 Axes are named X, Y, Z in the order of a slice's dimensions; the DCN axis of a multislice is D.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -41,6 +54,65 @@ def hop_latency_seconds() -> float:
     return float(load("hardware_specs")["tpu_other_mentions"]["generic"]["ici_hop_latency_s"])
 
 
+def link_latency_seconds(link: str) -> float:
+    """Latency of one step of a collective on a link kind (tpu_slices.json, ``links``)."""
+    if not isinstance(link, str) or link not in LINKS:
+        raise Error(f"unknown link {link!r}; valid: {', '.join(LINKS)}")
+    return float(load("tpu_slices")["links"][link]["latency_seconds_per_step"])
+
+
+PROTOCOLS = ("LL", "LL128", "Simple")
+
+
+def link_protocols(link: str) -> dict[str, tuple[float, float]]:
+    """NCCL protocol -> (its step latency / the Simple one, its share of the bandwidth) on a link.
+
+    NCCL sends each collective with one protocol, the fastest for its size: LL (0.6 us per NVLink
+    ring step, half the bandwidth) for small messages, LL128 (1.9 us, 0.92), Simple (3.4 us, all
+    of it) for large ones; 2.7 / 4.0 / 14 us across InfiniBand (tpu_slices.json, from NCCL's
+    tuning.cc). ICI has one protocol: {"Simple": (1, 1)}.
+    """
+    if not isinstance(link, str) or link not in LINKS:
+        raise Error(f"unknown link {link!r}; valid: {', '.join(LINKS)}")
+    rec = load("tpu_slices")["links"][link]
+    table = rec.get("protocols")
+    if not table:
+        return {"Simple": (1.0, 1.0)}
+    simple = table["Simple"]["latency_seconds_per_step"]
+    return {p: (table[p]["latency_seconds_per_step"] / simple, table[p]["bandwidth_factor"]) for p in PROTOCOLS}
+
+
+def link_efficiency(link: str, chip: "str | Chip | None" = None) -> float:
+    """Fraction of a link's rate that collectives reach on it (tpu_slices.json, ``links``)."""
+    if not isinstance(link, str) or link not in LINKS:
+        raise Error(f"unknown link {link!r}; valid: {', '.join(LINKS)}")
+    eff = load("tpu_slices")["links"][link]["bandwidth_efficiency"]
+    if isinstance(eff, dict):
+        name = _chip(chip).name if chip is not None else None
+        if name not in eff:
+            raise Error(f"no {link} efficiency for {name!r}; known: {', '.join(eff)}")
+        return float(eff[name])
+    return float(eff)
+
+
+def _default_efficiency(link: str, one_way_bytes_per_s: float) -> float:
+    """A link's efficiency when no chip is named: NVLink's by the GPU whose egress matches."""
+    eff = load("tpu_slices")["links"][link]["bandwidth_efficiency"] if link in LINKS else 1.0
+    if not isinstance(eff, dict):
+        return float(eff)
+    for name, value in eff.items():
+        if _chip(name).ici_one_way_bytes_per_s == one_way_bytes_per_s:
+            return float(value)
+    return 1.0
+
+
+def _axis(c: Chip, name: str, size: int, link: str, wraparound: bool, bytes_per_s: float,
+          one_way_bytes_per_s: float) -> "Axis":
+    return Axis(name=name, size=size, link=link, wraparound=wraparound, bytes_per_s=bytes_per_s,
+                one_way_bytes_per_s=one_way_bytes_per_s, latency_seconds=link_latency_seconds(link),
+                bandwidth_efficiency=link_efficiency(link, c))
+
+
 @dataclass(frozen=True)
 class Axis:
     """One named mesh axis of a topology and the link that carries it.
@@ -57,6 +129,20 @@ class Axis:
     wraparound: bool
     bytes_per_s: float
     one_way_bytes_per_s: float
+    #: Time of one step of a collective on this network (one ICI hop; one NCCL ring step with the
+    #: Simple protocol of large messages, `link_protocols` scales it for LL and LL128); left out,
+    #: the link's figure (`link_latency_seconds`).
+    latency_seconds: "float | None" = None
+    #: Fraction of `bytes_per_s` a collective actually moves (NCCL's usable NVLink rate, 1.0
+    #: elsewhere); left out, the link's figure, an NVLink generation known by its GPU egress.
+    bandwidth_efficiency: "float | None" = None
+
+    def __post_init__(self) -> None:
+        # axes cut from others (strategy placements, deployments) keep their network's figures
+        if self.latency_seconds is None:
+            object.__setattr__(self, "latency_seconds", link_latency_seconds(self.link))
+        if self.bandwidth_efficiency is None:
+            object.__setattr__(self, "bandwidth_efficiency", _default_efficiency(self.link, self.one_way_bytes_per_s))
 
     @property
     def network(self) -> str:
@@ -123,10 +209,12 @@ class Topology:
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
-        head = "<tr><th>axis</th><th>size</th><th>link</th><th>wraparound</th><th>W per chip</th></tr>"
+        head = ("<tr><th>axis</th><th>size</th><th>link</th><th>wraparound</th><th>W per chip</th>"
+                "<th>usable share</th><th>latency per step</th></tr>")
         rows = "".join(
             f"<tr><td>{a.name}</td><td>{a.size}</td><td>{a.link}</td><td>{'yes' if a.wraparound else 'no'}</td>"
-            f"<td>{f(a.bytes_per_s, 'B/s')}</td></tr>" for a in self.axes)
+            f"<td>{f(a.bytes_per_s, 'B/s')}</td><td>{a.bandwidth_efficiency:.0%}</td>"
+            f"<td>{f(a.latency_seconds, 's')}</td></tr>" for a in self.axes)
         cap = f"{self.chip.display_name} {self.kind} {self.shape}: {self.num_chips} chips, {self.num_hosts} hosts"
         return f"<table><caption>{cap}</caption>{head}{rows}</table>"
 
@@ -172,38 +260,106 @@ def _tpu_chip(chip: "str | Chip") -> Chip:
     return c
 
 
+def _table(c: Chip) -> dict:
+    t = load("tpu_slices")["slices"].get(c.name)
+    if t is None:  # pragma: no cover - every TPU in the spec table has a row
+        raise Error(f"no published slice shapes for {c.name}")
+    return t
+
+
+def _key(dims: Sequence[int], n: int) -> tuple[int, ...]:
+    """Sides sorted, padded with 1s to `n` dimensions: the shape regardless of axis order."""
+    return tuple(sorted(tuple(dims) + (1,) * (n - len(dims))))
+
+
+@functools.lru_cache(maxsize=None)
+def _published(name: str) -> tuple[tuple[int, ...], ...]:
+    """Every published slice shape of TPU `name`, sides sorted ascending."""
+    c = _chip(name)
+    t = _table(c)
+    if t["rule"] == "list":
+        return tuple(_key(_parse_shape(x, "slice shape"), c.torus_dims) for x in t["shapes"])
+    # 'cube' (v4p, v5p, 7x): the listed shapes under one cube, then every shape of whole 4x4x4
+    # cubes (all sides multiples of 4) within the pod's sides and the largest slice
+    out = [_key(_parse_shape(x, "slice shape"), 3) for x in t["small_shapes"]]
+    pod = sorted(_parse_shape(c.pod_topology, "pod"))
+    for a in range(4, pod[0] + 1, 4):
+        for b in range(a, pod[1] + 1, 4):
+            for z in range(b, pod[2] + 1, 4):
+                if a * b * z <= t["max_chips"] and (a, b, z) not in out:
+                    out.append((a, b, z))
+    return tuple(out)
+
+
+def published_shapes(chip: "str | Chip") -> list[str]:
+    """The published slice shapes of a TPU, smallest first (tpu_slices.json, from the Cloud TPU docs)."""
+    c = _tpu_chip(chip)
+    return ["x".join(map(str, s)) for s in sorted(_published(c.name), key=lambda s: (math.prod(s), s))]
+
+
+def slice_sizes(chip: "str | Chip") -> list[int]:
+    """Chip counts of the published slices of a TPU, ascending."""
+    c = _tpu_chip(chip)
+    return sorted({math.prod(s) for s in _published(c.name)})
+
+
+def _near(c: Chip, n: int) -> str:
+    shapes = sorted(_published(c.name), key=lambda s: (math.prod(s), s))
+    same = [s for s in shapes if math.prod(s) == n]
+    if not same:
+        below = [s for s in shapes if math.prod(s) < n][-2:]
+        above = [s for s in shapes if math.prod(s) > n][:2]
+        same = below + above
+    return ", ".join("x".join(map(str, s)) for s in same)
+
+
 def _wraps(c: Chip, dims: tuple[int, ...]) -> tuple[bool, ...]:
-    if c.torus_dims == 2:  # v5e, v6e: only the 16-long axes of a 16x16 pod or an 8x16 slice
-        return tuple(d == 16 for d in dims)
-    full_cubes = len(dims) == 3 and all(d % 4 == 0 for d in dims)  # v4p, v5p, 7x
+    t = _table(c)
+    if t["rule"] == "list":  # v5e, v6e: only the 16-long axes of a 16x16 pod or an 8x16 slice
+        return tuple(d == t["wrap_axis_length"] for d in dims)
+    full_cubes = all(d % 4 == 0 for d in _key(dims, 3))  # v4p, v5p, 7x: whole 4x4x4 cubes
     return tuple(full_cubes and d > 1 for d in dims)
 
 
-def slice(chip: "str | Chip", shape: "str | Sequence[int]", *, names: "Sequence[str] | None" = None) -> Topology:
-    """A TPU slice: a 1D, 2D or 3D torus such as `slice("tpu-v5e", "8x16")`.
+def _ici_axes(c: Chip, dims: tuple[int, ...], axis_names: tuple[str, ...], wraps: tuple[bool, ...]):
+    return tuple(
+        _axis(c, n, d, "ici", w, c.ici_bidi_bytes_per_s if w else c.ici_one_way_bytes_per_s,
+              c.ici_one_way_bytes_per_s)
+        for n, d, w in zip(axis_names, dims, wraps))
 
-    Axes are named X, Y, Z in order (or `names`). An axis wraps around only where the hardware
-    has the links (module docstring). Raises `Error` for a bad size, more dimensions than the
-    chip's torus, an axis longer than the pod, or more chips than a pod holds.
+
+def slice(chip: "str | Chip", shape: "str | Sequence[int]", *, names: "Sequence[str] | None" = None) -> Topology:
+    """A published TPU slice such as `slice("tpu-v5e", "8x16")` or `slice("tpu-v5p", "4x4x8")`.
+
+    Axes are named X, Y, Z in order (or `names`); any order of a published shape's sides is the
+    same slice, and sides of 1 may be left out ("2x2" on a v5p is its 2x2x1 host). An axis wraps around
+    only where the hardware has the links (module docstring). Raises `Error` for a bad size or a
+    shape Google does not offer, listing the published shapes nearest it.
     """
     c = _tpu_chip(chip)
     dims = _parse_shape(shape, "slice shape")
-    pod = _parse_shape(c.pod_topology, "pod")
     if len(dims) > c.torus_dims:
-        raise Error(f"{c.name} is a {c.torus_dims}D torus; slice {shape!r} has {len(dims)} dimensions "
-                    f"(largest slice: {c.pod_topology})")
-    for d in dims:
-        if d > max(pod):
-            raise Error(f"axis of size {d} in slice {shape!r} is longer than {c.name}'s pod {c.pod_topology}")
-    if math.prod(dims) > math.prod(pod):
-        raise Error(f"slice {shape!r} has {math.prod(dims)} chips; a {c.name} pod ({c.pod_topology}) has {math.prod(pod)}")
+        raise Error(f"{c.name} is a {c.torus_dims}D torus; slice {shape!r} has {len(dims)} dimensions; "
+                    f"published shapes of that size: {_near(c, math.prod(dims))}")
+    if _key(dims, c.torus_dims) not in _published(c.name):
+        raise Error(f"{c.name} has no {'x'.join(map(str, dims))} slice (Cloud TPU documentation); published "
+                    f"shapes near {math.prod(dims)} chips: {_near(c, math.prod(dims))}")
     axis_names = _names(names, len(dims), _TORUS_NAMES)
-    axes = tuple(
-        Axis(name=n, size=d, link="ici", wraparound=w,
-             bytes_per_s=c.ici_bidi_bytes_per_s if w else c.ici_one_way_bytes_per_s,
-             one_way_bytes_per_s=c.ici_one_way_bytes_per_s)
-        for n, d, w in zip(axis_names, dims, _wraps(c, dims)))
-    return Topology(chip=c, kind="torus", axes=axes, hop_latency_seconds=hop_latency_seconds())
+    return Topology(chip=c, kind="torus", axes=_ici_axes(c, dims, axis_names, _wraps(c, dims)),
+                    hop_latency_seconds=hop_latency_seconds())
+
+
+def _logical_slice(c: Chip, dims: tuple[int, ...], names: tuple[str, ...]) -> Topology:
+    """A logical mesh of `dims` on TPU chips that is not a published slice shape (`for_mesh`).
+
+    Used for simulated meshes (chapters 9-10 run {"X": 8} on CPU devices): each axis is priced as
+    a line of ICI links without a wraparound, the conservative case; the chips must fit a pod.
+    """
+    if len(dims) > c.torus_dims or math.prod(dims) > max(slice_sizes(c)):
+        raise Error(f"mesh {'x'.join(map(str, dims))} does not fit one {c.name} slice; published shapes: "
+                    f"{_near(c, math.prod(dims))}")
+    return Topology(chip=c, kind="torus", axes=_ici_axes(c, dims, names, (False,) * len(dims)),
+                    hop_latency_seconds=hop_latency_seconds())
 
 
 def multislice(chip: "str | Chip", shape: "str | Sequence[int]", *, slices: int,
@@ -220,10 +376,9 @@ def multislice(chip: "str | Chip", shape: "str | Sequence[int]", *, slices: int,
     c = inner.chip
     if not c.dcn_bytes_per_s:
         raise Error(f"{c.name} has no DCN bandwidth in the spec table")
-    axes = tuple(Axis(name=n, size=a.size, link=a.link, wraparound=a.wraparound, bytes_per_s=a.bytes_per_s,
-                      one_way_bytes_per_s=a.one_way_bytes_per_s) for n, a in zip(axis_names, inner.axes))
-    dcn = Axis(name=axis_names[-1], size=slices, link="dcn", wraparound=False,
-               bytes_per_s=c.dcn_bytes_per_s, one_way_bytes_per_s=c.dcn_bytes_per_s)
+    axes = tuple(_axis(c, n, a.size, a.link, a.wraparound, a.bytes_per_s, a.one_way_bytes_per_s)
+                 for n, a in zip(axis_names, inner.axes))
+    dcn = _axis(c, axis_names[-1], slices, "dcn", False, c.dcn_bytes_per_s, c.dcn_bytes_per_s)
     return Topology(chip=c, kind="multislice", axes=axes + (dcn,), hop_latency_seconds=hop_latency_seconds())
 
 
@@ -236,8 +391,7 @@ def _gpu_chip(chip: "str | Chip") -> Chip:
 
 
 def _nvlink_axis(c: Chip, name: str, size: int) -> Axis:
-    return Axis(name=name, size=size, link="nvlink", wraparound=False,
-                bytes_per_s=c.ici_one_way_bytes_per_s, one_way_bytes_per_s=c.ici_one_way_bytes_per_s)
+    return _axis(c, name, size, "nvlink", False, c.ici_one_way_bytes_per_s, c.ici_one_way_bytes_per_s)
 
 
 def gpu_node(chip: "str | Chip", shape: "str | Sequence[int] | None" = None, *,
@@ -280,18 +434,18 @@ def gpu_cluster(chip: "str | Chip", *, nodes: int, nodes_per_leaf: "int | None" 
                     f"or at most {per_leaf} nodes")
     ib = c.node_egress_bytes_per_s / c.nvlink_domain
     axes = [_nvlink_axis(c, "X", c.nvlink_domain)]
-    axes.append(Axis(name="Y", size=min(nodes, per_leaf), link="infiniband", wraparound=False,
-                     bytes_per_s=ib, one_way_bytes_per_s=ib))
+    axes.append(_axis(c, "Y", min(nodes, per_leaf), "infiniband", False, ib, ib))
     if nodes > per_leaf:
-        axes.append(Axis(name="Z", size=nodes // per_leaf, link="infiniband", wraparound=False,
-                         bytes_per_s=ib, one_way_bytes_per_s=ib))
+        axes.append(_axis(c, "Z", nodes // per_leaf, "infiniband", False, ib, ib))
     return Topology(chip=c, kind="cluster", axes=tuple(axes), hop_latency_seconds=hop_latency_seconds())
 
 
 def for_mesh(chip: "str | Chip", mesh: Mapping[str, int]) -> Topology:
     """The natural topology of a logical mesh such as {"X": 4, "Y": 2}.
 
-    TPU: a slice of those sizes (wraparound where the hardware has it). GPU: the last (fastest
+    TPU: the published slice of those sizes (wraparound where the hardware has it); a mesh that is
+    not a published shape (e.g. {"X": 8}, used on simulated devices) is priced as lines of ICI
+    links without wraparound (`_logical_slice`). GPU: the last (fastest
     varying) axes fill an NVLink domain, the rest cross InfiniBand; an axis may not straddle a
     node boundary.
     """
@@ -300,7 +454,11 @@ def for_mesh(chip: "str | Chip", mesh: Mapping[str, int]) -> Topology:
         raise Error(f"mesh must be a non-empty dict of axis name -> size, e.g. {{'X': 4, 'Y': 2}}; got {mesh!r}")
     names, sizes = tuple(mesh), tuple(mesh.values())
     if c.is_tpu:
-        return slice(c, sizes, names=names)
+        dims = _parse_shape(sizes, "mesh")
+        axis_names = _names(names, len(names), names)
+        if len(dims) <= c.torus_dims and _key(dims, c.torus_dims) in _published(c.name):
+            return slice(c, dims, names=axis_names)
+        return _logical_slice(c, dims, axis_names)
     _parse_shape(sizes, "mesh")
     _names(names, len(names), names)
     axes: list[Axis] = []
@@ -314,8 +472,7 @@ def for_mesh(chip: "str | Chip", mesh: Mapping[str, int]) -> Topology:
                 raise Error(f"mesh axis {name!r} of size {size} straddles the {c.nvlink_domain}-GPU NVLink domain "
                             f"(the axes after it fill {inside}); make the inner axes fill a whole node")
             ib = c.node_egress_bytes_per_s / c.nvlink_domain
-            axes.append(Axis(name=name, size=size, link="infiniband", wraparound=False, bytes_per_s=ib,
-                             one_way_bytes_per_s=ib))
+            axes.append(_axis(c, name, size, "infiniband", False, ib, ib))
     return Topology(chip=c, kind="nvlink" if all(a.link == "nvlink" for a in axes) else "cluster",
                     axes=tuple(reversed(axes)), hop_latency_seconds=hop_latency_seconds())
 
@@ -327,30 +484,28 @@ def chips_to_hold(bytes_: float, chip: "str | Chip") -> int:
     return max(1, math.ceil(bytes_ / c.hbm_bytes))
 
 
-def _torus_shape(n: int, pod: tuple[int, ...]) -> "tuple[int, ...] | None":
-    """The most cube-like shape of `n` chips that fits `pod`, preferring sides that wrap around."""
-    dims = len(pod)
-    limits = sorted(pod)
+def _best_shape(c: Chip, n: int) -> "tuple[int, ...] | None":
+    """The published shape of `n` chips with the most wraparound axes, then the most cube-like."""
     best, best_key = None, None
-    def shapes(left: int, k: int, lo: int) -> list[tuple[int, ...]]:
-        if k == 1:
-            return [(left,)] if left >= lo else []
-        return [(d, *rest) for d in range(lo, left + 1) if left % d == 0 for rest in shapes(left // d, k - 1, d)]
-    for shape in shapes(n, dims, 1):
-        if any(s > lim for s, lim in zip(shape, limits)):
+    for shape in _published(c.name):
+        if math.prod(shape) != n:
             continue
-        wraps = (dims if all(s % 4 == 0 for s in shape) else 0) if dims == 3 else sum(s == 16 for s in shape)
-        key = (-wraps, max(shape) / min(shape))
+        sides = [d for d in shape if d > 1] or [1]
+        key = (-sum(_wraps(c, shape)), max(sides) / min(sides), -len(sides))
         if best_key is None or key < best_key:
             best, best_key = shape, key
-    return best
+    if best is None:
+        return None
+    return tuple(d for d in best if d > 1) or (1,) * (2 if c.torus_dims == 2 else 1)
 
 
 def for_chips(chip: "str | Chip", chips: int) -> Topology:
     """The usual network for `chips` chips (Chapter 5 uses it when only a chip count is given).
 
-    TPU: one slice, as cube-like as the pod allows, when `chips` fits in a pod; otherwise the
-    fewest equal slices joined over DCN (`multislice`). GPU: one NVLink domain when `chips`
+    TPU: one published slice (the one with the most wraparound axes, then the most cube-like)
+    when `chips` is a published slice size; otherwise the fewest equal published slices joined
+    over DCN (`multislice`), e.g. 512 v5e chips are two 16x16 slices. Fewer chips than the
+    smallest slice (1 or 2 of a v4p/v5p/7x host of 4) are part of one host, a line of ICI links. GPU: one NVLink domain when `chips`
     fits in it; otherwise whole domains on a fat tree (`gpu_cluster`, leaves of up to 32 nodes).
     """
     c = _chip(chip)
@@ -365,14 +520,18 @@ def for_chips(chip: "str | Chip", chips: int) -> Topology:
         nodes = chips // c.nvlink_domain
         per_leaf = max(d for d in range(1, 33) if nodes % d == 0)
         return gpu_cluster(c, nodes=nodes, nodes_per_leaf=per_leaf if nodes > 32 else None)
-    pod = _parse_shape(c.pod_topology, "pod")
+    sizes = slice_sizes(c)
+    if chips < sizes[0] and c.chips_per_host % chips == 0:
+        # fewer chips than the smallest slice (1 or 2 chips of a v5p host): part of one host
+        return _logical_slice(c, (chips,), _TORUS_NAMES[:1])
     for slices in range(1, chips + 1):
-        if chips % slices or chips // slices > math.prod(pod):
+        if chips % slices or chips // slices not in sizes:
             continue
-        shape = _torus_shape(chips // slices, pod)
-        if shape is not None:
-            return slice(c, shape) if slices == 1 else multislice(c, shape, slices=slices)
-    raise Error(f"cannot lay {chips} {c.name} chips out as slices of its {c.pod_topology} pod")  # pragma: no cover
+        shape = _best_shape(c, chips // slices)
+        return slice(c, shape) if slices == 1 else multislice(c, shape, slices=slices)
+    shown = ", ".join(map(str, sizes[:12])) + (f", ... {sizes[-1]}" if len(sizes) > 12 else "")
+    raise Error(f"{chips} {c.name} chips are neither a published slice nor equal slices of one; valid counts: "
+                f"{shown} chips, or a multiple of one of them (several slices over DCN)")
 
 
 def _coords(topology: Topology, coords: "Sequence[int] | Mapping[str, int]", what: str) -> tuple[int, ...]:

@@ -176,3 +176,43 @@ def test_llama3_405b_gpu_hours_cover_its_flops_at_the_reported_mfu():
     for mfu in (0.38, 0.43):
         needed_hours = r.flops / (mfu * peak) / 3600
         assert 1.0 <= r.chip_hours / needed_hours <= 1.3
+
+
+# --- slice shapes and network figures (tpu_slices.json) -----------------------------------------
+
+def _network_records():
+    from scalebook._data import load
+
+    data = load("tpu_slices")
+    for family, rows in (("slices", data["slices"]), ("links", data["links"])):
+        for key, record in rows.items():
+            yield family, key, record["source"]
+
+
+@pytest.mark.parametrize("family, key, text", list(_network_records()))
+def test_each_slice_table_and_network_figure_names_its_document(family, key, text):
+    named = set(re.findall(r"\b(googletpudocs|nccl|austin2025scaling)\b", text.replace("Austin et al. 2025", "austin2025scaling").lower()))
+    assert named and named <= BIB_KEYS, (family, key, text)
+
+
+def test_nccl_latencies_are_its_ring_simple_protocol_figures():
+    # NVIDIA/nccl 2.30.7, src/graph/tuning.cc: hwLatencies[NVLINK][Ring][Simple] = 3.4 us,
+    # hwLatencies[NET][Ring][Simple] = 14 us; topo.h: SM90_NVLINK_BW 20.6 GB/s per 25 GB/s link
+    from scalebook import topology
+
+    assert topology.link_latency_seconds("nvlink") == 3.4e-6
+    assert topology.link_latency_seconds("infiniband") == 14e-6
+    assert topology.link_efficiency("nvlink", "h100") == pytest.approx(20.6 / 25, abs=5e-4)
+
+
+def test_nccl_protocol_table_is_its_ring_latencies_and_bandwidth_shares():
+    # tuning.cc (2.30.7): Ring LL / LL128 / Simple = 0.6 / 1.9 / 3.4 us on NVLink, 2.7 / 4.0 / 14 us on
+    # the network; LL keeps half the bus bandwidth, LL128 0.92 of it
+    from scalebook import topology
+
+    nvl, net = topology.link_protocols("nvlink"), topology.link_protocols("infiniband")
+    assert {p: (round(r * 3.4e-6, 12), f) for p, (r, f) in nvl.items()} == {
+        "LL": (0.6e-6, 0.5), "LL128": (1.9e-6, 0.92), "Simple": (3.4e-6, 1.0)}
+    assert {p: (round(r * 14e-6, 12), f) for p, (r, f) in net.items()} == {
+        "LL": (2.7e-6, 0.5), "LL128": (4.0e-6, 0.92), "Simple": (14e-6, 1.0)}
+    assert topology.link_protocols("ici") == {"Simple": (1.0, 1.0)}

@@ -26,13 +26,14 @@ HAND = {
     "2g.9": (2 * 4e9 * 7 / 8 - 4e9) / 900e9 * 1e3,
     # 16 GB: RS and AG in node 16e9 x 7/8 / 450e9 each; across 32 nodes 2 x 2e9 x 31/32 / 50e9; in ms
     "2g.10": (2 * 16e9 * 7 / 8 / 450e9 + 2 * 2e9 * 31 / 32 / 50e9) * 1e3,
-    # 512 B200s, 1 GB: flat 2 x 1e9 x 511/512 / 50e9;
+    # 512 B200s, 1 GB: a single flat ring through one NIC per node 2 x 1e9 x 511/512 / 50e9;
     # hierarchical 2 x 1e9 x 7/8 / 900e9 + 2 x (1e9/8) x 63/64 / 50e9
     "2g.11": (2 * 1e9 * 511 / 512 / 50e9) / (2 * 1e9 * 7 / 8 / 900e9 + 2 * 1e9 / 8 * 63 / 64 / 50e9),
     # 2 GB over 32 H100s: 2e9 x 24 / 1024 through 50 GB/s, in us
     "2g.12": 2e9 * 24 / 1024 / 50e9 * 1e6,
-    # 2.5e15 / (72 GPUs x 50 GB/s)
-    "2g.13": 2.5e15 / (72 * 50e9),
+    # two stages: NVLink in the rack, 2.5e15 / 900e9 = 2778, and InfiniBand, 2.5e15 / (72 x 50 GB/s) = 694;
+    # the slower (NVLink) stage sets the bound
+    "2g.13": max(2.5e15 / 900e9, 2.5e15 / (72 * 50e9)),
     # 9 x 4096 x 450e9 / (2 x 990e12) = 8.4 -> 8
     "2g.14": 8,
     # 2 x 2 / 9 x 2.3e15 / 50e9

@@ -4,47 +4,50 @@ import pytest
 from scalebook.exercises import check, get, problems
 
 # id -> hand-derived key in the problem's unit. v5e: 45 GB/s one way per ICI link, 90 GB/s both
-# ways (the W of a ring with a wraparound), 197 TFLOP/s bf16; H100: 450 GB/s NVLink egress.
+# ways (the W of a ring with a wraparound), 197 TFLOP/s bf16, 1 us per ICI hop; H100: 450 GB/s NVLink
+# egress, of which NCCL moves 20.6 of every 25 GB/s (0.824), and 3.4 us per NVLink ring step (NCCL
+# 2.30.7). Times are the additive form: hops x latency + bytes / bandwidth.
 HAND = {
     # 8192 x 16384 x 2 B gathered over a 16-long wraparound axis: V (15/16) / 90 GB/s, in ms
-    "3.1": 8192 * 16384 * 2 * 15 / 16 / 90e9 * 1e3,
+    "3.1": (8 * 1e-6 + 8192 * 16384 * 2 * 15 / 16 / 90e9) * 1e3,  # 16 // 2 = 8 hops
     # 0.5e9 x 2 B AllReduced over 16: 2 V (15/16) / 90 GB/s, in ms
-    "3.2": 2 * 0.5e9 * 2 * 15 / 16 / 90e9 * 1e3,
+    "3.2": (16 * 1e-6 + 2 * 0.5e9 * 2 * 15 / 16 / 90e9) * 1e3,  # 8 hops each for RS and AG
     # 16 // 2 = 8 hops x 1 us = V (15/16) / 90 GB/s, in kB
     "3.3": 8 * 1e-6 * 90e9 * 16 / 15 / 1e3,
     # 2BDF / (N peak) = 2 (2BF) (N - 1) / (N W)  ->  D* = 2 (N - 1) peak / W = 2 x 15 x 197e12 / 90e9
     "3.4": 2 * 15 * 197e12 / 90e9,
     # 2 GB / (4 x 90 GB/s), in ms (16 is even: exactly a quarter crosses the cut)
-    "3.5": 2e9 / (4 * 90e9) * 1e3,
+    "3.5": (8 * 1e-6 + 2e9 / (4 * 90e9)) * 1e3,  # 8 hops
     # 4096 x 16384 x 2 B over two wraparound axes of 256 chips: V (255/256) / (90 + 90 GB/s), in us
-    "3.6": 4096 * 16384 * 2 * 255 / 256 / 180e9 * 1e6,
-    # 2 x 1.4 GB x 7/8 / 450 GB/s, in ms
-    "3.7": 2 * 0.7e9 * 2 * 7 / 8 / 450e9 * 1e3,
+    "3.6": (16 * 1e-6 + 4096 * 16384 * 2 * 255 / 256 / 180e9) * 1e6,  # 8 + 8 hops
+    # 2 (N - 1) = 14 ring steps of 3.4 us + 2 x 1.4 GB x 7/8 / (0.824 x 450 GB/s), in ms
+    "3.7": (14 * 3.4e-6 + 2 * 0.7e9 * 2 * 7 / 8 / (0.824 * 450e9)) * 1e3,
     # 2048 x 1024 x 4 B x 3/4, in MB
     "3.8": 2048 * 1024 * 4 * 3 / 4 / 1e6,
     # 8-long axis of an 8x16 v5e has no wraparound: V (7/8) / 45 GB/s, in ms
-    "3.9": 8192 * 16384 * 2 * 7 / 8 / 45e9 * 1e3,
+    "3.9": (7 * 1e-6 + 8192 * 16384 * 2 * 7 / 8 / 45e9) * 1e3,  # 7 hops along the open line
     # W[D_XZ, F]: D / (4 x 2) rows, all of F, 2 bytes, in MB
     "3.10": 8192 / 8 * 28672 * 2 / 1e6,
     # X: 13 apart or 3 the other way round; Y: 9 apart or 7 the other way: 3 + 7
     "3.11": 3 + 7,
     # one AllGather over X and Y (256 chips, 90 + 90 GB/s) of 8192 x 32768 x 2 B, in ms
-    "3.12": 8192 * 32768 * 2 * 255 / 256 / 180e9 * 1e3,
+    "3.12": (16 * 1e-6 + 8192 * 32768 * 2 * 255 / 256 / 180e9) * 1e3,  # 8 + 8 hops
     # dense 256 MB / (4 x 90 GB/s), times 3 of 15 destinations, in us
-    "3.13": 256e6 / (4 * 90e9) * 3 / 15 * 1e6,
+    "3.13": (8 * 1e-6 + 256e6 / (4 * 90e9) * 3 / 15) * 1e6,  # the dense exchange's 8 hops
     # option C: local matmul 256 x 2048 x 8192 at its roofline (compute 2 x 256 x 2048 x 8192 / 197e12;
     # HBM (256 x 2048 + 2048 x 8192 + 256 x 8192) x 2 B / 820e9 is larger), then ReduceScatter over X (no
-    # wraparound) of Out's partial [256, 8192] bf16: V (3/4) / 45 GB/s
-    "3.14": ((256 * 2048 + 2048 * 8192 + 256 * 8192) * 2 / 820e9 + 256 * 8192 * 2 * 3 / 4 / 45e9) * 1e6,
+    # wraparound) of Out's partial [256, 8192] bf16: 3 hops x 1 us + V (3/4) / 45 GB/s
+    "3.14": ((256 * 2048 + 2048 * 8192 + 256 * 8192) * 2 / 820e9 + 3e-6 + 256 * 8192 * 2 * 3 / 4 / 45e9) * 1e6,
     # the ReduceScatter of the weight gradient, V = 8192 x 32768 x 2 B, over 16 with a wraparound, in ms
-    "3.15": 8192 * 32768 * 2 * 15 / 16 / 90e9 * 1e3,
+    "3.15": (8 * 1e-6 + 8192 * 32768 * 2 * 15 / 16 / 90e9) * 1e3,  # 8 hops
     # XLA reduces C: AllReduce over Y (N = 2) of C's block [64, 384] fp32: 2 V (1/2) = V, in kB
     "3.16": 64 * 384 * 4 / 1e3,
     # weights over X only: 2 x 4096 x 16384 x 2 B / 4 = 67 MB > 50 MB; over XY 33.5 MB fits. The first matmul
     # is free (case 1); the second ReduceScatters Out[4096, 4096] bf16 over X and Y (4x2, no wraparound:
-    # 45 + 45 GB/s) with N = 8, in us
-    "3.17": 4096 * 4096 * 2 * 7 / 8 / 90e9 * 1e6,
-    # AllGather of W (V = D F 2) and ReduceScatter of Out (V = B F 2) over the same axes: equal at B = D
+    # 45 + 45 GB/s) with N = 8, and 3 + 1 hops of 1 us, in us
+    "3.17": (4e-6 + 4096 * 4096 * 2 * 7 / 8 / 90e9) * 1e6,
+    # AllGather of W (V = D F 2) and ReduceScatter of Out (V = B F 2) over the same axes: the same hops,
+    # so the same latency, and equal bytes at B = D
     "3.18": 8192,
 }
 

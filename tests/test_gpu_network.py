@@ -53,10 +53,23 @@ def test_hierarchical_all_reduce_stages():
     assert h.seconds == pytest.approx(rs + cross + ag)
 
 
-def test_hierarchical_beats_a_flat_ring_by_about_the_node_size():
-    flat = gn.flat_ring_all_reduce_seconds("h100", 1e9, nodes=16)
+def test_hierarchical_beats_a_single_flat_ring_through_one_nic_by_about_the_node_size():
+    flat = gn.flat_ring_all_reduce_seconds("h100", 1e9, nodes=16, rings=1)
     assert flat == pytest.approx(2 * 1e9 * 127 / 128 / 50e9)
     assert gn.hierarchical_all_reduce("h100", 1e9, nodes=16).seconds < flat / 4
+
+
+def test_nccl_runs_one_flat_ring_per_nic_and_moves_the_nodes_whole_egress():
+    # 8 rings of V/8, each through its own 50 GB/s NIC: 2 x 1e9 x 127/128 / (8 x 50e9)
+    flat = gn.flat_ring_all_reduce_seconds("h100", 1e9, nodes=16)
+    assert flat == pytest.approx(2 * 1e9 * 127 / 128 / 400e9)
+    # about the hierarchical form's InfiniBand stage, 2 x (1e9/8) x 15/16 / 50e9
+    assert flat == pytest.approx(gn.hierarchical_all_reduce("h100", 1e9, nodes=16).stages[1].seconds, rel=0.07)
+
+
+def test_more_rings_than_nics_are_refused():
+    with pytest.raises(Error, match="at most the 8 NICs"):
+        gn.flat_ring_all_reduce_seconds("h100", 1e9, nodes=2, rings=9)
 
 
 def test_hierarchical_all_gather_crosses_infiniband_with_one_eighth():
@@ -70,6 +83,18 @@ def test_parallelism_limits_of_an_h100():
     assert lim.dp_batch_across_nodes == pytest.approx(990e12 / (8 * 50e9))
     assert lim.tp_max_degree_in_node == pytest.approx(9 * 8192 * 450e9 / (2 * 990e12))
     assert lim.ep_min_expert_width_across_nodes == pytest.approx(4 / 9 * 990e12 / 50e9)
+
+
+def test_nvl72_cross_rack_dp_is_bound_by_its_nvlink_stage():
+    # GB200: 2.5e15 bf16, NVLink 900 GB/s, 72 GPUs x 50 GB/s of InfiniBand per rack.
+    # NVLink stage: 2.5e15 / 900e9 = 2778 tokens; InfiniBand stage: 2.5e15 / 3.6e12 = 694
+    lim = gn.parallelism_limits("gb200", d_model=8192)
+    assert lim.dp_batch_across_nodes == pytest.approx(2.5e15 / 900e9)
+
+
+def test_h100_cross_node_dp_is_bound_by_its_infiniband_stage():
+    # 990e12 / (8 x 50e9) = 2475 > 990e12 / 450e9 = 2200
+    assert gn.parallelism_limits("h100", d_model=8192).dp_batch_across_nodes == pytest.approx(990e12 / 400e9)
 
 
 def test_pipeline_needs_a_fraction_of_a_layer_per_stage():

@@ -34,9 +34,11 @@ def test_an_nvlink_switch_moves_each_devices_bytes_at_w(kind, sent, hops):
     assert c.group_size == 8 and c.hops == hops
     assert c.bytes_per_device == pytest.approx(sent, rel=1e-12)
     assert c.bytes_per_link == pytest.approx(sent, rel=1e-12)
-    assert c.bandwidth_seconds == pytest.approx(sent / 450e9, rel=1e-9)
-    assert c.latency_seconds == pytest.approx(hops * 1e-6, rel=1e-9)
-    assert c.seconds == pytest.approx(max(c.bandwidth_seconds, c.latency_seconds), rel=1e-9)
+    # NCCL 2.30.7: NVLink moves 20.6 of 25 GB/s per link and takes 3.4 us per ring step
+    assert c.bandwidth_seconds == pytest.approx(sent / (450e9 * 0.824), rel=1e-9)
+    assert c.latency_seconds == pytest.approx(hops * 3.4e-6, rel=1e-9)
+    assert c.seconds == pytest.approx(c.bandwidth_seconds + c.latency_seconds, rel=1e-9)
+    assert c.max_convention_seconds == pytest.approx(max(c.bandwidth_seconds, c.latency_seconds), rel=1e-9)
 
 
 def test_on_a_tpu_ring_allreduce_is_two_allgathers_and_reducescatter_one():
@@ -95,7 +97,8 @@ def test_the_notebook_table_shows_what_the_reader_reads():
     html = col.cost("all-gather", TPU, axes="X", bytes_=V)._repr_html_()
     rows = [("collective", "AllGather"), ("axes", "X"), ("N", "4"), ("V (array)", "1 GB"),
             ("sent per device", "750 MB"), ("per link", "750 MB"), ("bandwidth time", "16.7 ms"),
-            ("latency time", "3 µs (3 hops)"), ("time", "<b>16.7 ms</b> (bandwidth-bound)")]
+            ("latency time", "3 µs (3 steps)"), ("time (latency + bandwidth)", "<b>16.7 ms</b> (bandwidth-bound)"),
+            ("max of the two (Austin et al.)", "16.7 ms")]
     assert html == "<table>" + "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>"
                                        for k, v in rows) + "</table>"
 
@@ -131,22 +134,24 @@ CLUSTER = topology.gpu_cluster("h100", nodes=4)
 
 
 @pytest.mark.parametrize("kind, seconds, w, hops", [
-    ("all-gather", 1e9 * 7 / (8 * 450e9), 450e9, 7 + 3),  # NVLink stage 1.94 ms > IB 0.94 ms
-    ("reduce-scatter", 1e9 * 7 / (8 * 450e9), 450e9, 7 + 3),
-    ("all-reduce", 2e9 * 7 / (8 * 450e9), 450e9, 14 + 6),
+    # NVLink at NCCL's usable 0.824 of 450 GB/s: stage 2.36 ms > IB 0.94 ms
+    ("all-gather", 1e9 * 7 / (8 * 450e9 * 0.824), 450e9 * 0.824, 7 + 3),
+    ("reduce-scatter", 1e9 * 7 / (8 * 450e9 * 0.824), 450e9 * 0.824, 7 + 3),
+    ("all-reduce", 2e9 * 7 / (8 * 450e9 * 0.824), 450e9 * 0.824, 14 + 6),
     ("all-to-all", (1e9 / 8) * 3 / (16 * 50e9), 50e9, 1 + 1),  # IB stage 0.47 ms > NVLink 0.24 ms
     ("collective-permute", (1e9 / 8) / (4 * 50e9), 50e9, 1 + 1),
 ])
 def test_a_cluster_collective_is_as_slow_as_its_slowest_network(kind, seconds, w, hops):
     c = col.cost(kind, CLUSTER, axes=["X", "Y"], bytes_=V)
     assert c.group_size == 32 and c.hops == hops and isinstance(c.hops, int)
+    assert c.seconds == pytest.approx(c.bandwidth_seconds + c.latency_seconds, rel=1e-12)
     assert c.bandwidth_seconds == pytest.approx(seconds, rel=1e-9)
     assert c.bytes_per_link == pytest.approx(seconds * w, rel=1e-9)
 
 
 def test_hops_are_whole_numbers_on_a_torus():
     c = col.cost("all-gather", TORUS, axes="X", bytes_=V)
-    assert type(c.hops) is int and f"= {c.hops} hops" in repr(c)
+    assert type(c.hops) is int and f"of {c.hops} steps" in repr(c)
 
 
 def test_an_axis_of_two_chips_still_costs_time():
@@ -164,7 +169,7 @@ def test_the_named_collectives_pass_the_hop_latency_on(fn):
 def test_repr_reads_as_one_line_of_numbers():
     assert repr(col.cost("all-gather", TPU, axes=["X", "Y"], bytes_=V)) == (
         "CollectiveCost(AllGather over XY (N=16): V=1 GB, 938 MB sent per device, 10.4 ms "
-        "(bandwidth; bandwidth 10.4 ms, latency 6 µs = 6 hops))")
+        "(bandwidth; bandwidth 10.4 ms + latency 6 µs of 6 steps))")
 
 
 def test_errors_list_what_is_valid():
@@ -180,9 +185,10 @@ def test_errors_list_what_is_valid():
 
 @pytest.mark.parametrize("topo, axes, seconds, hops", [
     # one H100 node as a "cluster": the InfiniBand axis of one node adds nothing
-    (topology.gpu_cluster("h100", nodes=1), ["X", "Y"], 1e9 * 7 / (8 * 450e9), 7),
-    # an axis of one chip adds neither bandwidth nor hops: 4 chips on one open ICI axis
-    (topology.slice("tpu-v5e", "4x1"), ["X", "Y"], 1e9 * 3 / 4 / 45e9, 3),
+    # (NVLink at NCCL's usable 20.6 of 25 GB/s per link: 0.824 of 450 GB/s)
+    (topology.gpu_cluster("h100", nodes=1), ["X", "Y"], 1e9 * 7 / (8 * 450e9 * 0.824), 7),
+    # an axis of one chip adds neither bandwidth nor hops: a logical 4x1 mesh, one open ICI axis
+    (topology.for_mesh("tpu-v5e", {"X": 4, "Y": 1}), ["X", "Y"], 1e9 * 3 / 4 / 45e9, 3),
     # four single-chip slices over DCN (3.125 GB/s per chip): V (N-1)/N / W, N - 1 hops
     (topology.multislice("tpu-v5e", "1x1", slices=4), ["X", "Y", "D"], 1e9 * 3 / (4 * 3.125e9), 3),
 ])
@@ -199,3 +205,43 @@ def test_axes_may_have_long_names():
 
 def test_kind_names_may_be_written_with_spaces():
     assert col.canonical_kind("All Gather") == "all-gather" and col.canonical_kind("all to all") == "all-to-all"
+
+
+def test_each_stage_pays_its_own_networks_step_latency():
+    # AllGather over 4 H100 nodes: 7 NVLink steps of 3.4 us and 3 InfiniBand steps of 14 us
+    c = col.cost("all-gather", CLUSTER, axes=["X", "Y"], bytes_=V)
+    assert c.latency_seconds == pytest.approx(7 * 3.4e-6 + 3 * 14e-6, rel=1e-12)
+
+
+def test_a_given_hop_latency_prices_every_step_alike():
+    c = col.cost("all-gather", CLUSTER, axes=["X", "Y"], bytes_=V, hop_latency_seconds=1e-6)
+    assert c.latency_seconds == pytest.approx(10e-6, rel=1e-12)
+
+
+def test_small_fsdp_gathers_across_nodes_are_latency_bound_and_take_nccls_ll_protocol():
+    # 64 KB over 4 nodes x 8 GPUs. LL (NCCL 2.30.7: 0.6 us per NVLink step, 2.7 us per network step,
+    # half the bandwidth): NVLink bytes 64e3 * 7/8 / (0.824 * 450e9) / 0.5 = 0.30 us (> InfiniBand
+    # 64e3/8 * 3/4 / 50e9 / 0.5 = 0.24 us), steps 7 x 0.6 + 3 x 2.7 = 12.3 us. Simple would take
+    # 7 x 3.4 + 3 x 14 = 65.8 us of latency, LL128 7 x 1.9 + 3 x 4.0 = 25.3 us.
+    c = col.cost("all-gather", CLUSTER, axes=["X", "Y"], bytes_=64e3)
+    assert (c.regime, c.protocol) == ("latency", "LL")
+    assert c.seconds == pytest.approx(12.3e-6 + 64e3 * 7 / 8 / (0.824 * 450e9) / 0.5, rel=1e-9)
+
+
+def test_a_mid_sized_allreduce_in_a_node_takes_ll128():
+    # 8 MB AllReduce over 8 H100s, bytes term 8e6 * 2 * 7/8 / (0.824 * 450e9) = 37.8 us at full rate:
+    # LL 14 x 0.6 + 37.8 / 0.5 = 83.9 us; LL128 14 x 1.9 + 37.8 / 0.92 = 67.6 us; Simple 14 x 3.4 + 37.8 = 85.4 us
+    c = col.cost("all-reduce", GPU, axes="X", bytes_=8e6)
+    bw = 8e6 * 2 * 7 / 8 / (0.824 * 450e9)
+    assert c.protocol == "LL128"
+    assert c.seconds == pytest.approx(14 * 1.9e-6 + bw / 0.92, rel=1e-9)
+
+
+def test_a_large_allreduce_takes_simple_at_the_full_usable_rate():
+    c = col.cost("all-reduce", GPU, axes="X", bytes_=V)  # 1 GB
+    assert c.protocol == "Simple"
+    assert c.seconds == pytest.approx(14 * 3.4e-6 + 1e9 * 2 * 7 / 8 / (0.824 * 450e9), rel=1e-9)
+
+
+def test_a_tpu_collective_has_one_protocol():
+    assert col.cost("all-gather", TPU, axes="X", bytes_=1e3).protocol == "Simple"

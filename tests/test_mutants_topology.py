@@ -5,7 +5,10 @@ Figures of the published tables (Austin et al. 2025): TPU v5e ICI 45 GB/s one wa
 chip, 16x20x28 pods, 4 chips per host; H100 NVLink 450 GB/s per GPU, 8 GPUs per node with
 8 x 400 Gbit/s NICs = 400 GB/s, 50 GB/s per GPU; the DGX H100 SuperPod puts 32 nodes under a
 leaf (256 GPUs) and 4 leaves under the spine (1024 GPUs); GB200 NVL72 joins 72 GPUs by NVLink at
-900 GB/s. A hop between neighbouring chips takes 1 us.
+900 GB/s. A hop between neighbouring chips takes 1 us. NCCL 2.30.7's model (tuning.cc, topo.h):
+3.4 us per NVLink ring step and 14 us per network ring step (Simple protocol); 20.6 of 25 GB/s per
+NVLink 4 link usable (H100: 0.824), 40.1 of 50 on NVLink 5 (GB200: 0.802). Published v5e slices
+(Cloud TPU docs): 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16.
 """
 import pytest
 
@@ -20,9 +23,14 @@ def ici(name, size, wrap, one_way):
                 bytes_per_s=2 * one_way if wrap else one_way, one_way_bytes_per_s=one_way)
 
 
+LATENCY = {"nvlink": 3.4e-6, "infiniband": 14e-6, "dcn": 14e-6}
+EFFICIENCY = {"nvlink": 0.824}  # H100: 20.6 / 25; InfiniBand and DCN at their line rate
+
+
 def switched(name, size, link, bytes_per_s):
     return Axis(name=name, size=size, link=link, wraparound=False, bytes_per_s=bytes_per_s,
-                one_way_bytes_per_s=bytes_per_s)
+                one_way_bytes_per_s=bytes_per_s, latency_seconds=LATENCY[link],
+                bandwidth_efficiency=EFFICIENCY.get(link, 1.0))
 
 
 # --- TPU slices and multislices ----------------------------------------------------------------
@@ -34,8 +42,23 @@ def test_a_slice_is_a_torus_with_a_one_microsecond_hop():
 
 
 def test_an_axis_of_one_chip_is_allowed_in_strings_and_tuples():
-    assert topology.slice("tpu-v5e", "1x4").shape == "1x4"
-    assert topology.slice("tpu-v5e", (1, 4)).shape == "1x4"
+    assert topology.slice("tpu-v5e", "1x1").shape == "1x1"
+    assert topology.slice("tpu-v5e", (1, 1)).shape == "1x1"
+
+
+def test_a_published_shape_may_name_its_sides_in_either_order():
+    assert topology.slice("tpu-v5e", "4x2").axis_sizes == {"X": 4, "Y": 2}
+
+
+@pytest.mark.parametrize("shape, near", [("1x16", "4x4"), ("1x4", "2x2"), ("4x16", "8x8"), ("3x4", "2x4, 4x4")])
+def test_a_shape_google_does_not_offer_is_refused_naming_the_published_ones_near_it(shape, near):
+    with pytest.raises(Error, match=f"tpu-v5e has no {shape} slice .*near .*: .*{near}"):
+        topology.slice("tpu-v5e", shape)
+
+
+def test_a_v5p_line_of_16_chips_is_refused():
+    with pytest.raises(Error, match="tpu-v5p has no 16 slice.*2x2x4"):
+        topology.slice("tpu-v5p", "16")
 
 
 @pytest.mark.parametrize("shape", [(4.0, 4), (True, 4), (4, "4")])
@@ -59,7 +82,8 @@ def test_a_slice_with_more_chips_than_the_pod_says_how_many_each_has():
     # 28 x 28 x 28 = 21952 chips, every side within the pod; a v5p pod of 16 x 20 x 28 has 8960
     with pytest.raises(Error) as e:
         topology.slice("tpu-v5p", "28x28x28")
-    assert str(e.value) == "slice '28x28x28' has 21952 chips; a tpu-v5p pod (16x20x28) has 8960"
+    assert str(e.value).startswith("tpu-v5p has no 28x28x28 slice")
+    assert str(e.value).endswith("16x16x24")  # the largest v5p slice, 6144 chips
 
 
 @pytest.mark.parametrize("names", ["XY", ["X", "X"], ["X"], ["a b", "Y"], ["X", 2]])
@@ -201,16 +225,19 @@ def test_a_gpu_mesh_with_a_bad_size_or_name_is_refused():
 
 @pytest.mark.parametrize("name, n, kind, shape", [
     ("tpu-v5e", 1, "torus", "1x1"),
-    ("tpu-v5e", 64, "torus", "4x16"),           # a side of 16 that wraps beats the square 8x8 that does not
+    ("tpu-v5e", 16, "torus", "4x4"),            # never a 1x16 line: v5e offers no such slice
+    ("tpu-v5e", 64, "torus", "8x8"),            # the only published 64-chip v5e slice
     ("tpu-v5e", 128, "torus", "8x16"),          # one side of 16 wraps; 128 has no 16x16
     ("tpu-v5e", 256, "torus", "16x16"),         # the whole pod
     ("tpu-v5e", 512, "multislice", "16x16x2"),  # two pods over DCN
-    ("tpu-v5e", 12, "torus", "3x4"),            # nothing wraps: the squarest
+    ("tpu-v5e", 12, "multislice", "2x2x3"),     # no 12-chip slice: three 2x2 over DCN
+    ("tpu-v5e", 24, "multislice", "2x4x3"),     # three 2x4 hosts
     ("tpu-v5e", 17, "multislice", "1x1x17"),    # prime and longer than the pod's side of 16
-    ("tpu-v5p", 32, "torus", "2x4x4"),          # no full cube: 2x4x4 (ratio 2) over 2x2x8 (ratio 4)
+    ("tpu-v5p", 16, "torus", "2x2x4"),          # the 16-chip shape of the docs, not a 1x16 line
+    ("tpu-v5p", 32, "torus", "2x4x4"),          # the only published 32-chip shape
     ("tpu-v5p", 64, "torus", "4x4x4"),          # a full cube wraps on every side
     ("tpu-v5p", 128, "torus", "4x4x8"),
-    ("tpu-v5p", 96, "torus", "4x4x6"),          # 6 is no multiple of 4: nothing wraps, ratio 1.5
+    ("tpu-v5p", 96, "multislice", "2x4x4x3"),   # 96 chips are no slice (4x4x6 is not whole cubes)
     ("tpu-v5p", 192, "torus", "4x4x12"),        # three full cubes wrap; 4x6x8 is squarer but does not
     ("tpu-v5p", 16384, "multislice", "16x16x16x4"),  # 8192 fits no box within 16x20x28
     ("h100", 1, "nvlink", "1"),
@@ -334,8 +361,9 @@ def test_topology_repr_counts_chips_and_hosts():
 
 
 def test_notebook_table_has_a_caption_and_one_row_per_axis():
-    head = "<tr><th>axis</th><th>size</th><th>link</th><th>wraparound</th><th>W per chip</th></tr>"
-    rows = ("<tr><td>X</td><td>8</td><td>ici</td><td>no</td><td>45 GB/s</td></tr>"
-            "<tr><td>Y</td><td>16</td><td>ici</td><td>yes</td><td>90 GB/s</td></tr>")
+    head = ("<tr><th>axis</th><th>size</th><th>link</th><th>wraparound</th><th>W per chip</th>"
+            "<th>usable share</th><th>latency per step</th></tr>")
+    rows = ("<tr><td>X</td><td>8</td><td>ici</td><td>no</td><td>45 GB/s</td><td>100%</td><td>1 µs</td></tr>"
+            "<tr><td>Y</td><td>16</td><td>ici</td><td>yes</td><td>90 GB/s</td><td>100%</td><td>1 µs</td></tr>")
     assert topology.slice("tpu-v5e", "8x16")._repr_html_() == (
         f"<table><caption>TPU v5e torus 8x16: 128 chips, 16 hosts</caption>{head}{rows}</table>")

@@ -20,7 +20,7 @@ def test_v5e_wraps_around_only_along_axes_of_16():
 def test_v5p_wraps_around_only_in_full_4x4x4_cubes():
     assert all(topology.slice("tpu-v5p", "4x4x8").wraparound.values())
     assert not any(topology.slice("tpu-v5p", "2x4x4").wraparound.values())
-    assert not any(topology.slice("tpu-v4p", "4x4").wraparound.values())
+    assert not any(topology.slice("tpu-v4p", "2x2x4").wraparound.values())
 
 
 def test_axis_with_wraparound_carries_bidi_ici_and_without_one_way():
@@ -30,9 +30,9 @@ def test_axis_with_wraparound_carries_bidi_ici_and_without_one_way():
     assert t.axis("X").bytes_per_s == c.ici_one_way_bytes_per_s
 
 
-def test_slice_accepts_1d_shapes_and_custom_names():
-    t = topology.slice("tpu-v5p", "8", names=["data"])
-    assert t.axis_sizes == {"data": 8}
+def test_slice_accepts_custom_names():
+    t = topology.slice("tpu-v5p", "2x2x2", names=["data", "fsdp", "model"])
+    assert t.axis_sizes == {"data": 2, "fsdp": 2, "model": 2}
 
 
 @pytest.mark.parametrize("shape, token", [("8x1a", "1a"), ("8xx16", "''"), ("0x4", "0"), ("-4x4", "-4")])
@@ -148,3 +148,58 @@ def test_bisection_of_a_slice_takes_the_narrowest_cut():
 def test_bisection_refuses_gpu_networks():
     with pytest.raises(Error, match="ICI torus"):
         topology.bisection_bytes_per_s(topology.gpu_node("h100"))
+
+
+# --- published slice shapes and per-network latency (issue 18, items 3 and 4) ------------------
+# Cloud TPU docs: v5e slices 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16; v5p 2x2x1, 2x2x2, 2x4x4,
+# 4x4x4 and whole cubes up to 16x16x24. NCCL 2.30.7 (tuning.cc): 3.4 us per NVLink ring step,
+# 14 us per network ring step; an ICI hop 1 us (Austin et al. 2025, part 3).
+
+def test_v5e_offers_exactly_the_eight_documented_shapes():
+    assert topology.published_shapes("tpu-v5e") == ["1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"]
+
+
+def test_sixteen_v5e_chips_are_a_4x4_without_wraparound_not_a_1x16_ring():
+    t = topology.for_chips("tpu-v5e", 16)
+    assert t.axis_sizes == {"X": 4, "Y": 4} and not any(t.wraparound.values())
+
+
+def test_the_largest_v5p_slice_is_16x16x24():
+    assert topology.published_shapes("tpu-v5p")[-1] == "16x16x24"
+    assert topology.slice_sizes("tpu-v5p")[-1] == 6144
+
+
+def test_each_network_carries_its_own_step_latency():
+    cluster = topology.gpu_cluster("h100", nodes=2)
+    assert [a.latency_seconds for a in cluster.axes] == [3.4e-6, 14e-6]
+    multi = topology.multislice("tpu-v5p", "4x4x4", slices=2)
+    assert [a.latency_seconds for a in multi.axes] == [1e-6, 1e-6, 1e-6, 14e-6]
+
+
+def test_the_topology_hop_latency_stays_the_ici_hop_on_every_network():
+    assert topology.gpu_cluster("h100", nodes=2).hop_latency_seconds == 1e-6
+
+
+def test_nvlink_collectives_reach_nccls_usable_share_of_the_link():
+    assert topology.gpu_node("h100").axis("X").bandwidth_efficiency == pytest.approx(20.6 / 25)
+    assert topology.gpu_node("gb200").axis("X").bandwidth_efficiency == pytest.approx(40.1 / 50)
+    assert topology.slice("tpu-v5e", "4x4").axis("X").bandwidth_efficiency == 1.0
+
+
+def test_one_or_two_v5p_chips_are_part_of_one_host():
+    assert topology.for_chips("tpu-v5p", 1).num_chips == 1
+    t = topology.for_chips("tpu-v5p", 2)
+    assert t.axis_sizes == {"X": 2} and not any(t.wraparound.values())
+
+
+def test_an_axis_cut_from_another_keeps_its_networks_latency_and_efficiency():
+    # strategy placements build sub-axes without naming them: NVLink 3.4 us and 20.6 / 25 on H100
+    a = topology.Axis(name="tp/4", size=4, link="nvlink", wraparound=False, bytes_per_s=450e9,
+                      one_way_bytes_per_s=450e9)
+    assert (a.latency_seconds, a.bandwidth_efficiency) == (3.4e-6, pytest.approx(20.6 / 25, abs=5e-4))
+
+
+def test_a_count_that_is_no_slice_nor_equal_slices_names_the_valid_counts():
+    # 3 v5p chips: not part of a 4-chip host evenly, not a slice, not slices of one
+    with pytest.raises(Error, match="valid counts: 4, 8, 16, 32, 64"):
+        topology.for_chips("tpu-v5p", 3)

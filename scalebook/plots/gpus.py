@@ -72,8 +72,9 @@ def gpu_generations(names: Sequence[str] = ("a100", "h100", "b200", "gb200"), ax
 def all_reduce_scaling(chip: str = "h100", bytes_: float = 1e9, max_nodes: int = 128, ax=None):
     """AllReduce time of `bytes_` against the number of GPUs: in a node, then across nodes.
 
-    Three ways: a flat ring through every GPU, hierarchical (NVLink, InfiniBand, NVLink), and
-    hierarchical with NVLink SHARP in the node. Chapter 2b.
+    Four ways: a single flat ring through every GPU (one NIC per node), NCCL's flat rings (one per
+    NIC), hierarchical (NVLink, InfiniBand, NVLink), and hierarchical with NVLink SHARP in the
+    node; bandwidth terms at the links' full rate. Chapter 2b.
     """
     fig, ax = axes(ax, figsize=(6.6, 4.2))
     c = hardware.chip(chip)
@@ -82,12 +83,15 @@ def all_reduce_scaling(chip: str = "h100", bytes_: float = 1e9, max_nodes: int =
     nodes = [n for n in (2, 4, 8, 16, 32, 64, 128, 256, 512) if n <= max_nodes]
     xs = in_node + [n * g for n in nodes]
     flat = [gpu_network.all_reduce_seconds(c, bytes_, gpus=n) for n in in_node] + \
+        [gpu_network.flat_ring_all_reduce_seconds(c, bytes_, nodes=n, rings=1) for n in nodes]
+    nccl = [gpu_network.all_reduce_seconds(c, bytes_, gpus=n) for n in in_node] + \
         [gpu_network.flat_ring_all_reduce_seconds(c, bytes_, nodes=n) for n in nodes]
     hier = [gpu_network.all_reduce_seconds(c, bytes_, gpus=n) for n in in_node] + \
         [gpu_network.hierarchical_all_reduce(c, bytes_, nodes=n).seconds for n in nodes]
     sharp = [gpu_network.all_reduce_seconds(c, bytes_, gpus=n, sharp=True) for n in in_node] + \
         [gpu_network.hierarchical_all_reduce(c, bytes_, nodes=n, sharp=True).seconds for n in nodes]
-    ax.plot(xs, [1e3 * t for t in flat], marker=".", label="flat ring")
+    ax.plot(xs, [1e3 * t for t in flat], marker=".", label="one flat ring (one NIC per node)")
+    ax.plot(xs, [1e3 * t for t in nccl], marker=".", linestyle=":", label="NCCL's flat rings (one per NIC)")
     ax.plot(xs, [1e3 * t for t in hier], marker=".", label="hierarchical")
     ax.plot(xs, [1e3 * t for t in sharp], marker=".", label="hierarchical + NVLink SHARP")
     ax.axvline(g, color="grey", linestyle="--", linewidth=1)

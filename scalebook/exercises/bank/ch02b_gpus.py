@@ -79,9 +79,10 @@ def gradients_hierarchical(params, chip_name, nodes):
 
 
 @problem("2g.11", title="Flat ring or hierarchical?", unit="", bytes_=1e9, chip_name="b200", nodes=64,
-         hint="flat ring: every byte through the NIC twice; hierarchical: 1/8 of them")
+         hint="a single flat ring: every byte through one NIC per node, twice; hierarchical: 1/8 of them")
 def flat_over_hierarchical(bytes_, chip_name, nodes):
-    return gn.flat_ring_all_reduce_seconds(chip_name, bytes_, nodes=nodes) / \
+    # the single ring through one NIC per node (rings=1), which NCCL never runs: it runs one per NIC
+    return gn.flat_ring_all_reduce_seconds(chip_name, bytes_, nodes=nodes, rings=1) / \
         gn.hierarchical_all_reduce(chip_name, bytes_, nodes=nodes).seconds
 
 
@@ -92,7 +93,10 @@ def all_to_all_nodes(bytes_, chip_name, gpus):
 
 
 @problem("2g.13", title="Data parallelism across NVL72 racks", unit="token", chip_name="gb200",
-         slips={72: "whole racks join the group: only 1/72 of the bytes cross InfiniBand per GPU"})
+         slips={18: "that is one GPU per rack on InfiniBand: whole racks join the group, so only 1/72 of the "
+                    "bytes cross InfiniBand per GPU",
+                0.25: "that is the InfiniBand stage alone; every byte also crosses NVLink inside the rack, "
+                      "and that stage is the slower one"})
 def nvl72_dp_batch(chip_name):
     return gn.parallelism_limits(chip_name, d_model=8192).dp_batch_across_nodes
 

@@ -41,7 +41,8 @@ def latency_crossover(chip_name, shape, axis):
 def comm_compute_balance(chip_name, shape, axis, batch, d_ff, dtype):
     topo = topology.slice(chip_name, shape)
     n = topo.axis(axis).size
-    comm = collectives.all_reduce(topo, axes=axis, bytes_=batch * d_ff * units.dtype_bytes(dtype)).seconds
+    # the bandwidth term: at these sizes the hops' latency is negligible, and B and F cancel only in it
+    comm = collectives.all_reduce(topo, axes=axis, bytes_=batch * d_ff * units.dtype_bytes(dtype)).bandwidth_seconds
     peak = chip(chip_name).peak_flops_per_s(dtype)
     # compute(D) = 2 * batch * D * d_ff / (n * peak) equals comm at:
     return comm * n * peak / (2 * batch * d_ff)
@@ -81,7 +82,7 @@ def gpu_node_allreduce(params, dtype, chip_name):
          hint="bytes received = V (N - 1) / N")
 def allgather_bytes_per_device(rows, cols, dtype, mesh_axis_size):
     v = rows * cols * units.dtype_bytes(dtype)
-    topo = topology.slice("tpu-v5e", f"{mesh_axis_size}")
+    topo = topology.for_mesh("tpu-v5e", {"X": mesh_axis_size})
     return collectives.all_gather(topo, axes="X", bytes_=v).bytes_per_device / 1e6
 
 
@@ -198,5 +199,7 @@ def weights_or_activations(chip_name, mesh, d_model, d_ff, dtype, gather, reduce
     def comm(spec, b):
         dims = {"B": b, "D": d_model, "F": d_ff}
         return sharding.plan(spec, mesh=mesh, dims=dims, chip=chip_name, dtype=dtype).comm_seconds
-    b0 = 1024  # a batch large enough to be bandwidth-bound: there the ReduceScatter grows in proportion to B
-    return round(b0 * comm(gather, b0) / comm(reduce, b0))
+    # the ReduceScatter's time is latency + k B (its hops do not depend on B); find where it meets the gather's
+    b0 = 1024
+    k = (comm(reduce, 2 * b0) - comm(reduce, b0)) / b0
+    return round(b0 + (comm(gather, b0) - comm(reduce, b0)) / k)
