@@ -26,7 +26,7 @@ from html import escape
 from typing import Mapping, Sequence
 
 from . import runs, training
-from .errors import Error, integer
+from .errors import Error, instance, integer, number
 from .hardware import chip as _chip
 
 __all__ = ["ErrorSummary", "RunComparison", "TrainingReport", "anchored_validation_runs", "chip_family",
@@ -49,9 +49,11 @@ class ErrorSummary:
 
 def summarize(errors: Sequence[float]) -> ErrorSummary:
     """The `ErrorSummary` of signed relative errors (predicted / reported - 1); raises `Error` when empty."""
+    if isinstance(errors, (str, bytes)) or not isinstance(errors, Sequence):
+        raise Error(f"errors must be a list of numbers (predicted / reported - 1), got {type(errors).__name__}")
     if not errors:
         raise Error("summarize needs at least one error")
-    magnitudes = [abs(float(e)) for e in errors]
+    magnitudes = [abs(number(f"errors[{i}]", e)) for i, e in enumerate(errors)]
     return ErrorSummary(count=len(magnitudes), median_abs_error=statistics.median(magnitudes),
                         mean_abs_error=statistics.fmean(magnitudes), max_abs_error=max(magnitudes))
 
@@ -154,6 +156,9 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
     Read from the run's fields (and from `estimate` when given: its memory check). Each entry is a
     short phrase naming the simplification.
     """
+    instance("run", run, runs.PublishedRun, "take one from scalebook.runs.published_runs() or runs.published_run(id)")
+    if estimate is not None:
+        instance("estimate", estimate, training.TrainingEstimate, "make one with scalebook.training.estimate")
     out: list[str] = []
     if estimate is not None and not estimate.fits:
         out.append(f"the memory model says {estimate.memory.bytes / 1e9:.0f} GB per chip does not fit in "

@@ -275,6 +275,8 @@ def predict(result: PublishedServing, **efficiency) -> Prediction | None:
     the chip family's fitted values."""
     from . import inference as inf
 
+    if not isinstance(result, PublishedServing):
+        raise Error(f"result must be a PublishedServing (from scalebook.serving_results), got {type(result).__name__}")
     r = result
     batch = r.batch if r.batch is not None else "max"
     e = inf.estimate(r.model_config(), chip=r.chip, deployment=r.deployment(), batch=batch, prompt_len=r.prompt_len,

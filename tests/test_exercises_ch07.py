@@ -1,8 +1,11 @@
 """Chapter 7's answer keys against hand derivations with literal numbers (not the package).
 
 The decode and prefill steps are re-derived here from the model shapes and the spec table, with the
-book's conventions written out: step = max(FLOPs / (peak x 0.6), bytes / (HBM x 0.8)) + collectives;
-an AllReduce on NVLink takes max(2 V (n-1) / (n W), 2 (n-1) hops x 1 us).
+book's conventions written out: step = max(FLOPs / (peak x 0.6), bytes / (HBM x 0.8)) + collectives.
+A collective on NVLink is priced as NCCL prices it (src/graph/tuning.cc): with the fastest of its
+three protocols, latency + bytes / bandwidth -- steps x the protocol's latency per ring step, plus
+the bytes each GPU sends over (its NVLink egress x 20.6 / 25 usable x the protocol's share). An
+AllReduce of V bytes over n GPUs sends 2 V (n-1) / n in 2 (n-1) steps; an AllGather half that.
 """
 import math
 
@@ -11,8 +14,11 @@ import pytest
 from scalebook.exercises import check, get
 
 BW, CE = 0.8, 0.6
-HOP = 1e-6  # s per hop
-NVLINK = 450e9  # B/s per GPU, one direction (H100 and H200)
+# B/s per GPU one way that a collective moves over NVLink 4 (H100 and H200): 450 GB/s egress x
+# NCCL's usable 20.6 of the 25 GB/s per link (topo.h, SM90_NVLINK_BW).
+NVLINK = 450e9 * 20.6 / 25
+# NCCL's protocols on NVLink (tuning.cc): name -> (latency per ring step, share of the bandwidth).
+NCCL_NVLINK = {"LL": (0.6e-6, 0.5), "LL128": (1.9e-6, 0.92), "Simple": (3.4e-6, 1.0)}
 
 # Spec table: HBM bytes, HBM bytes/s, peak FLOP/s by dtype, on-demand USD per chip-hour.
 H100 = dict(hbm=80e9, bw=3.4e12, bf16=990e12, fp8=2000e12, usd=10.8)
@@ -43,8 +49,17 @@ def test_hand_counts_are_the_published_shapes():
     assert L8["kv_token"] == 131_072 and L70["kv_token"] == 327_680
 
 
+def nccl_nvlink(sent, steps):
+    """The fastest protocol's steps x latency + bytes sent per GPU / (usable NVLink x its share)."""
+    return min(steps * lat + sent / (NVLINK * share) for lat, share in NCCL_NVLINK.values())
+
+
 def allreduce_nvlink(v, n):
-    return max(2 * v * (n - 1) / (n * NVLINK), 2 * (n - 1) * HOP) if n > 1 else 0.0
+    return nccl_nvlink(2 * v * (n - 1) / n, 2 * (n - 1)) if n > 1 else 0.0
+
+
+def allgather_nvlink(v, n):
+    return nccl_nvlink(v * (n - 1) / n, n - 1) if n > 1 else 0.0
 
 
 def decode(m, chip, *, batch, context, tp=1, w=2.0, kv=2.0, peak="bf16"):
@@ -67,7 +82,7 @@ def prefill(m, chip, *, prompt, tp, w, peak):
     flops = (prompt * (2 * layers + m["L"] * 4 * (prompt / 2) * m["N"] * m["H"]) + 2 * m["V"] * m["D"]) / tp
     reads = m["read"] * w / tp + prompt * m["kv_token"] / min(tp, m["K"])
     reduce_acts = 2 * m["L"] * allreduce_nvlink(prompt * m["D"] * 2, tp)
-    gather_weights = m["L"] * (m["per_layer"] / m["L"]) * w * (tp - 1) / (tp * NVLINK)
+    gather_weights = m["L"] * allgather_nvlink(m["per_layer"] / m["L"] * w, tp)
     return max(flops / (chip[peak] * CE), reads / (chip["bw"] * BW)) + min(reduce_acts, gather_weights)
 
 
@@ -163,7 +178,8 @@ HAND = {
     "7.4": 2 * 64 / (8 * 1),
     # 7.5: bf16 holds 44 < 48 sequences of 32k; fp8 holds twice as many.
     "7.5": max_batch(L70, H100, context=32768, prompt=32768, tp=8, kv=1.0),
-    # 7.6: tp=8 spends 2 x 32 x 14 us on AllReduces against 0.70 ms of reads; tp=4 is the largest that stays below.
+    # 7.6 (on H200): tp=8 spends 64 AllReduces x (14 LL steps x 0.6 us + 14 kB / (371 GB/s x 0.5)) = 0.54 ms
+    # against 0.50 ms of reads; tp=4 (64 x (6 x 0.6 us + ...) = 0.23 ms against 0.99 ms) stays below.
     "7.6": 4,
     "7.7": _best_within_target(),
     # 7.8: (1 - 0.8^5) / 0.2 tokens per round over 4 x 0.05 + 1 steps.
@@ -182,13 +198,16 @@ HAND = {
 
 
 def test_hand_choices_hold():
-    # 7.2 is compute-bound; 7.5 needs fp8 (bf16 holds 44); 7.6: tp=8 is collective-bound, tp=4 is not.
+    # 7.2 is compute-bound; 7.5 needs fp8 (bf16 holds 44); 7.6: on H200 tp=8 is collective-bound, tp=4 is not.
     c, mem, _ = decode(L8, H100, batch=512, context=128)
     assert c > mem
     assert max_batch(L70, H100, context=32768, prompt=32768, tp=8) == 44
-    c8, m8, t8 = decode(L8, H100, batch=1, context=2048, tp=8)
-    c4, m4, t4 = decode(L8, H100, batch=1, context=2048, tp=4)
+    c8, m8, t8 = decode(L8, H200, batch=1, context=2048, tp=8)
+    c4, m4, t4 = decode(L8, H200, batch=1, context=2048, tp=4)
     assert t8 > m8 and t4 < m4
+    # a batch-1 AllReduce of 8 kB is latency-bound: NCCL's LL protocol wins
+    v = 4096 * 2
+    assert allreduce_nvlink(v, 8) == pytest.approx(14 * 0.6e-6 + 2 * v * 7 / 8 / (NVLINK * 0.5))
 
 
 def test_every_chapter_7_problem_has_a_hand_derivation():
@@ -225,7 +244,7 @@ def test_problem_specific_slips():
     assert r.status == "wrong" and "bf16 before the matmul" in r.message
     r = check("7.13", HAND["7.13"] / 2)
     assert r.status == "wrong" and "two chips" in r.message
-    # 7.6: the tp that minimises latency (8) is not the one that stays memory-bound.
+    # 7.6: the tp that minimises latency (8) is not the one that stays memory-bound on H200.
     assert check("7.6", 8).status == "wrong"
     # 7.12: reading all eight experts is the slip of forgetting the routing.
     all_experts = (32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 8 + 8 * 3 * 4096 * 14336 + 2 * 4096)

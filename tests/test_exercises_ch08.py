@@ -3,7 +3,9 @@
 Spec figures are typed from the spec table; the two serving efficiencies are read from the package's data,
 since they are a fit, not a formula. Each derivation writes out the decode (or prefill) step the chapter
 teaches: bytes per chip over bandwidth x efficiency, FLOPs over peak x efficiency, and the collectives,
-priced with chapter 3's formulas (a microsecond per hop; NVLink AllReduce 2 V (n-1) / (n W)).
+priced with chapter 3's formulas in their additive form, latency + bytes / bandwidth: on ICI a microsecond
+per hop; on NVLink and InfiniBand the fastest of NCCL's three protocols (src/graph/tuning.cc), steps x the
+protocol's latency per step + the bytes each chip sends / (usable bandwidth x the protocol's share).
 """
 import math
 
@@ -21,9 +23,12 @@ HBM = {"tpu-v5e": 16e9, "h100": 80e9, "h200": 141e9}
 HBM_BW = {"tpu-v5e": 820e9, "h100": 3.4e12, "tpu-v6e": 1.6e12}
 PEAK = {"tpu-v5e": 197e12, "h100": 990e12, "h100-fp8": 2e15, "tpu-v6e": 920e12, "tpu-v4p": 275e12}
 PRICE = {"tpu-v5e": 1.2, "h100": 10.8}
-NVLINK = 450e9  # H100 NVLink, one way per GPU
+NVLINK = 450e9 * 20.6 / 25  # H100 NVLink, one way per GPU, x NCCL's usable 20.6 of 25 GB/s per link (topo.h)
+IB = 400e9 / 8  # a GPU's share of its node's InfiniBand egress, counted at line rate by NCCL
 ICI_V5E = 45e9  # per link, one way
-US = 1e-6  # hop latency
+US = 1e-6  # ICI hop latency
+# NCCL's protocols (tuning.cc): name -> (latency per ring step on NVLink, on the network, share of the bandwidth).
+NCCL = {"LL": (0.6e-6, 2.7e-6, 0.5), "LL128": (1.9e-6, 4.0e-6, 0.92), "Simple": (3.4e-6, 14e-6, 1.0)}
 
 # LLaMA 3 shapes (Meta model cards): L, D, N, K, H, F, V.
 L, DM, N, K, H, F, V = 80, 8192, 64, 8, 128, 28672, 128256
@@ -45,19 +50,36 @@ def workspace(prompt, tp, d=DM, f=F, vocab=V):
     return prompt * (4 * d + 3 * f / tp) * 2 + vocab * 4
 
 
+def nvlink(sent, steps):
+    """NCCL on NVLink: the fastest protocol's steps x latency + bytes sent per GPU / (usable NVLink x share)."""
+    return min(steps * lat + sent / (NVLINK * share) for lat, _, share in NCCL.values())
+
+
+def infiniband(sent, steps):
+    """The same across InfiniBand, at a GPU's NIC share."""
+    return min(steps * lat + sent / (IB * share) for _, lat, share in NCCL.values())
+
+
 def nvlink_all_reduce(v, n):
-    return max(2 * v * (n - 1) / (n * NVLINK), 2 * (n - 1) * US)
+    return nvlink(2 * v * (n - 1) / n, 2 * (n - 1))
+
+
+def nvlink_all_gather(v, n):
+    return nvlink(v * (n - 1) / n, n - 1)
 
 
 def v5e_all_reduce(v, tp):
-    """2x2 (tp 4) and 2x4 (tp 8) slices without wraparound; a ring of 16 with it. Both links count: 90 GB/s;
-    each chip takes in the (tp - 1) / tp of V it lacks, twice (ReduceScatter, then AllGather)."""
-    hops = {4: 2, 8: 4, 16: 8}[tp]
-    return max(2 * v * (tp - 1) / tp / (2 * ICI_V5E), 2 * hops * US)
+    """The published 2x2 (tp 4), 2x4 (tp 8) and 4x4 (tp 16) slices, none with a wraparound: both axes' links
+    count, 90 GB/s; each chip takes in the (tp - 1) / tp of V it lacks, twice (ReduceScatter, then AllGather),
+    over (a - 1) hops per axis of size a, twice."""
+    hops = {4: 1 + 1, 8: 1 + 3, 16: 3 + 3}[tp]
+    return 2 * v * (tp - 1) / tp / (2 * ICI_V5E) + 2 * hops * US
 
 
 def v5e_all_to_all_16(v):
-    return max(v / (4 * 2 * ICI_V5E), 8 * US)
+    """4x4 without wraparound: the cut that halves an axis of 4 carries 2 x 2 of its 4 x 16 pairs' V / 16^2
+    each way, V x 4 / (4 x 16 x 45 GB/s), over 3 + 3 hops."""
+    return v * 2 * 2 / (4 * 16 * ICI_V5E) + 6 * US
 
 
 def decode_70b(chip, tp, batch, wbytes, kvbytes, ctx=2048 + 256):
@@ -85,7 +107,7 @@ def prefill_70b_h100(prompt):
     memory = ((P70 - V * DM) / 8 + prompt * KV70 / 8) / (HBM_BW["h100"] * GBW)
     reduce = 2 * L * nvlink_all_reduce(prompt * DM * 2, 8)
     layer = (P70 - 2 * V * DM) / L  # one layer's weights, fp8
-    gather = L * max(layer * 7 / (8 * NVLINK), 7 * US)
+    gather = L * nvlink_all_gather(layer, 8)
     return max(compute, memory) + min(reduce, gather)
 
 
@@ -157,7 +179,7 @@ def int4_costs():
 
 
 # 8.10: 405B at batch 64. fp8 on TP8; bf16 on TP8 x PP2 (stages of 63 layers, micro-batches of 32, a send
-# over InfiniBand at 50 GB/s), a token passing both stages.
+# of 32 x D bf16 numbers over InfiniBand at 50 GB/s in one step), a token passing both stages.
 def rates_405b():
     ctx = 2304
     mem = ((P405 - V * D4) / 8 + 64 * ctx * KV405 / 8) / (HBM_BW["h100"] * GBW)
@@ -165,7 +187,7 @@ def rates_405b():
     lat_fp8 = max(mem, comp) + 2 * L4 * nvlink_all_reduce(64 * D4 * 2, 8)
     mem = ((P405 - V * D4) * 2 / 8 / 2 + 32 * ctx * KV405 * 2 / (8 * 2)) / (HBM_BW["h100"] * GBW)
     comp = fwd(ctx, False, L4, D4, N4, K, F4) * 32 / 16 / (PEAK["h100"] * GCE)
-    step = max(mem, comp) + 2 * (L4 / 2) * nvlink_all_reduce(32 * D4 * 2, 8) + max(2 * 32 * D4 * 2 / (2 * 50e9), US)
+    step = max(mem, comp) + 2 * (L4 / 2) * nvlink_all_reduce(32 * D4 * 2, 8) + infiniband(32 * D4 * 2, 1)
     return 64 / lat_fp8 / 8, 64 / (2 * step) / 16
 
 

@@ -32,8 +32,9 @@ TP_11_2 = 2 ** math.ceil(math.log2(math.ceil(BYTES_11_2 / H100_HBM)))
 FLOOR_11_2 = BYTES_11_2 / TP_11_2 / H100_HBM_BW
 
 # 11.3: V = 8192 x 4096 x 2 bytes over a non-wrapping 4-chip axis at 45 GB/s one way, each chip taking
-# in the 3/4 it lacks, against a compute-bound [2048, 4096] x [4096, 8192] matmul at 197 TFLOP/s.
-GATHER_11_3 = 8192 * 4096 * 2 * 3 / 4 / V5E_ICI_ONE_WAY
+# in the 3/4 it lacks, plus 3 hops of 1 us (chapter 3's additive form), against a compute-bound
+# [2048, 4096] x [4096, 8192] matmul at 197 TFLOP/s.
+GATHER_11_3 = 8192 * 4096 * 2 * 3 / 4 / V5E_ICI_ONE_WAY + 3 * 1e-6
 MATMUL_11_3 = 2 * 2048 * 4096 * 8192 / V5E_BF16
 
 HAND = {

@@ -126,27 +126,28 @@ def test_a_spec_with_an_output_prints_back_whole():
 
 
 def test_a_plan_prints_every_step_with_its_units():
-    # gather A: 3 MiB sent at 45 GB/s = 69.9 us; matmul 2.15 GFLOP at 197 TFLOP/s = 10.9 us
-    # (its 7.34 MB of HBM take 8.95 us); alternative: slice B, matmul 0.537 GFLOP over 2.62 MB of
-    # HBM = 3.20 us, AllReduce 1.5 MiB at 45 GB/s = 35.0 us: 38.1 us.
+    # gather A: 3 MiB sent at 45 GB/s = 69.9 us + 3 hops x 1 us = 72.9 us; matmul 2.15 GFLOP at
+    # 197 TFLOP/s = 10.9 us (its 7.34 MB of HBM take 8.95 us); alternative: slice B, matmul 0.537
+    # GFLOP over 2.62 MB of HBM = 3.20 us, AllReduce 1.5 MiB at 45 GB/s = 34.95 us + 2 x 3 hops x
+    # 1 us = 40.95 us: 44.1 us.
     assert repr(plan("A[I, J_X] @ B[J, K]")) == (
         "Plan A[I, J_X] @ B[J, K] -> C[I, K] on tpu-v5e mesh X=4,Y=2, bf16 (case 2: gather A along J)\n"
-        "  1. AllGather_X A[I, J_X] -> A[I, J]: V=4.19 MB, 3.15 MB sent per device  [69.9 µs]\n"
+        "  1. AllGather_X A[I, J_X] -> A[I, J]: V=4.19 MB, 3.15 MB sent per device  [72.9 µs]\n"
         "  2. matmul A[I, J] @ B[J, K] -> C[I, K]: 2.15 GFLOP, 7.34 MB HBM per device  [10.9 µs]\n"
-        "  total 80.8 µs (comm 69.9 µs, compute 10.9 µs; 69.9 µs if overlapped)\n"
-        "  alternative: slice B along J; AllReduce C over X: 38.1 µs, 1.57 MB sent per device")
+        "  total 83.8 µs (comm 72.9 µs, compute 10.9 µs; 72.9 µs if overlapped)\n"
+        "  alternative: slice B along J; AllReduce C over X: 44.1 µs, 1.57 MB sent per device")
 
 
 def test_a_plan_s_table_has_a_row_per_step_and_its_alternatives():
     assert plan("A[I, J_X] @ B[J, K]")._repr_html_() == (
         "<table><caption><code>A[I, J_X] @ B[J, K] -> C[I, K]</code> on tpu-v5e X=4,Y=2, bf16: case 2, "
-        "gather A along J; total <b>80.8 µs</b></caption>"
+        "gather A along J; total <b>83.8 µs</b></caption>"
         "<tr><th>#</th><th>step</th><th>axes</th><th>sharding</th><th>V</th><th>sent per device</th><th>time</th></tr>"
         "<tr><td>1</td><td>AllGather</td><td>X</td><td><code>A[I, J_X] &rarr; A[I, J]</code></td>"
-        "<td>4.19 MB</td><td>3.15 MB</td><td>69.9 µs</td></tr>"
+        "<td>4.19 MB</td><td>3.15 MB</td><td>72.9 µs</td></tr>"
         "<tr><td>2</td><td>matmul</td><td></td><td><code>A[I, J] @ B[J, K] -> C[I, K]</code></td>"
         "<td></td><td></td><td>10.9 µs</td></tr></table>"
-        "<p>Alternatives:</p><ul><li>slice B along J; AllReduce C over X: 38.1 µs, 1.57 MB sent per device</li></ul>")
+        "<p>Alternatives:</p><ul><li>slice B along J; AllReduce C over X: 44.1 µs, 1.57 MB sent per device</li></ul>")
 
 
 def test_a_plan_of_several_cases_and_axes_names_them_all():
@@ -162,8 +163,9 @@ def test_a_slice_step_and_a_two_axis_collective_describe_themselves():
     assert p.steps[0].describe() == "slice A[I, J] -> A[I_X, J] locally along X"
     g = plan("A[I, J_XY] @ B[J, K]").steps[0]
     assert g.describe().startswith("AllGather_XY A[I, J_XY] -> A[I, J]: V=4.19 MB, ")
-    # 7/8 of 4 MiB over one link per axis, two axes at 45 GB/s each: 3.67 MB / 90 GB/s = 40.8 us
-    assert repr(g) == f"Step({g.describe()}, 40.8 µs)"
+    # 7/8 of 4 MiB over one link per axis, two axes at 45 GB/s each: 3.67 MB / 90 GB/s = 40.8 us,
+    # plus (4 - 1) + (2 - 1) hops of 1 us (no wraparound on a 4x2 slice): 44.8 us
+    assert repr(g) == f"Step({g.describe()}, 44.8 µs)"
 
 
 def test_partial_sums_reduce_scattered_onto_the_output_s_axis():
@@ -237,6 +239,8 @@ def test_a_slice_over_two_axes_names_both():
 def test_a_topology_passed_in_prices_the_collectives():
     from scalebook import topology
 
-    # an 8-GPU NVLink node carries X = 8 at 450 GB/s: gathering A sends 7/8 of 4 MiB = 8.16 us
+    # an 8-GPU NVLink node carries X = 8 at 450 GB/s x NCCL's usable 20.6 / 25: gathering A sends 7/8 of
+    # 4 MiB; for so small an array NCCL's LL protocol is the fastest (tuning.cc): 7 steps x 0.6 us, at
+    # half the bandwidth, 19.8 + 4.2 = 24.0 us (LL128: 10.8 + 13.3; Simple: 9.9 + 23.8)
     p = plan("A[I, J_X] @ B[J, K]", mesh={"X": 8}, topology=topology.gpu_node("h100"))
-    assert p.collectives[0].seconds == pytest.approx(4 * MiB * 7 / 8 / 450e9, rel=1e-9)
+    assert p.collectives[0].seconds == pytest.approx(4 * MiB * 7 / 8 / (450e9 * 20.6 / 25 * 0.5) + 7 * 0.6e-6, rel=1e-9)

@@ -78,9 +78,10 @@ def kv_dtype_for_batch(model, chip, tp, batch, context, options):
 
 
 @problem("7.6", title="The largest tp that stays memory-bound", unit="chip",
-         model="llama3-8b", chip="h100", context=2048, candidates=(1, 2, 4, 8),
-         hint="memory time falls as 1/tp; each of the 2 L AllReduces of a step is latency-bound at batch 1, "
-              "about 2 (tp - 1) hops of 1 us each")
+         model="llama3-8b", chip="h200", context=2048, candidates=(1, 2, 4, 8),
+         hint="memory time falls as 1/tp; each of the 2 L AllReduces of a step is latency-bound at batch 1: "
+              "NCCL's LL protocol, 2 (tp - 1) steps of 0.6 us each plus a small bandwidth term at half of "
+              "NVLink's usable rate")
 def largest_memory_bound_tp(model, chip, context, candidates):
     best = None
     for tp in candidates:

@@ -106,10 +106,10 @@ def unintended_gather(batch, d_model, d_ff, devices, dtype_bytes):
     return xla.sent_bytes_per_device("all-gather", batch * d_ff * dtype_bytes, devices) / 1e6
 
 
-@problem("9.7", title="The same gather on a TPU v5e ring", unit="", batch=4096, d_model=2048, d_ff=8192,
+@problem("9.7", title="The same gather on a line of TPU v5e chips", unit="", batch=4096, d_model=2048, d_ff=8192,
          devices=8, dtype_bytes=2, chip_name="tpu-v5e",
          slips={8: "too large by 8: each chip multiplies only its B / 8 rows"},
-         hint="AllGather on one ICI axis: V (N - 1) / (N W_axis); the matmul h @ w2 on one chip: 2 (B / 8) F D / peak")
+         hint="AllGather on one ICI axis: V (N - 1) / (N W_axis) + (N - 1) hops x 1 us; the matmul h @ w2 on one chip: 2 (B / 8) F D / peak")
 def gather_vs_matmul(batch, d_model, d_ff, devices, dtype_bytes, chip_name):
     topo = topology.for_mesh(chip_name, {"X": devices})
     gather = collectives.cost("all-gather", topo, axes=("X",), bytes_=batch * d_ff * dtype_bytes).seconds

@@ -98,7 +98,7 @@ def serve_floor(model, chip, batch, context, dtype, candidates):
                        "quarter, so the ring carries 3/4 of V",
                 4.872: "you priced the matmul at its memory time; with 2048 rows it is compute-bound"},
          hint="read the replica groups for the axis (N = 4 over fsdp), take V from the result shape, price the "
-              "AllGather at V (N - 1) / (N W) on that axis of the slice, then divide by the matmul's roofline time")
+              "AllGather at V (N - 1) / (N W) + (N - 1) hops x 1 us on that axis of the slice, then divide by the matmul's roofline time")
 def gather_over_matmul(line, mesh, chip, shape, batch, d_model, d_ff):
     (c,) = xla.collectives_in_hlo(line, mesh)
     topo = topology.slice(chip, shape, names=tuple(mesh))
