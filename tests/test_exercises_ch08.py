@@ -144,7 +144,7 @@ def test_8_5_boundary_is_clear():
 
 
 # 8.6: the five options, (chip, tp, bytes per weight and cached number, batch).
-OPTIONS = {"A": ("tpu-v5e", 8, 1, 96), "B": ("tpu-v5e", 16, 1, 192), "C": ("h100", 8, 1, 512),
+OPTIONS = {"A": ("tpu-v5e", 8, 1, 96), "B": ("tpu-v5e", 16, 1, 256), "C": ("h100", 8, 1, 512),
            "D": ("tpu-v5e", 16, 1, 128), "E": ("h100", 8, 2, 256)}
 
 

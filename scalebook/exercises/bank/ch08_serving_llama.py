@@ -81,7 +81,7 @@ def choose_tp(model, chip, candidates, batch, prompt_len, output_len, target_s):
 #: The configurations problem 8.6 offers: (chip, tp, weight and KV dtype, batch).
 OPTIONS_8_6 = {
     "A": ("tpu-v5e", 8, "int8", 96),
-    "B": ("tpu-v5e", 16, "int8", 192),
+    "B": ("tpu-v5e", 16, "int8", 256),
     "C": ("h100", 8, "fp8", 512),
     "D": ("tpu-v5e", 16, "int8", 128),
     "E": ("h100", 8, "bf16", 256),
