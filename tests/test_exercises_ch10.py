@@ -36,11 +36,13 @@ _S13 = (8192 / 8) * 8192 * 2 / V5P_ONE_WAY
 HAND = {
     # 10.1: a ReduceScatter ring and an AllGather ring, each N - 1 = 15 permutes (8 right, 7 left).
     "10.1": 2 * 15,
-    # 10.2: both ways on the wrapped 16-ring: 8 steps of V/16 over one link direction. In us.
-    "10.2": max(8 * (128e6 / 16) / V5E_ONE_WAY, 8 * HOP) * 1e6,
-    # 10.3: 8x8 has no wraparound: N - 1 = 7 block-times either way (both ways, the closing edges
-    # share the line's links). In ms.
-    "10.3": max(7 * (128e6 / 8) / V5E_ONE_WAY, 7 * 7 * HOP) * 1e3,
+    # 10.2: both ways on the wrapped 16-ring: 8 steps of V/16 over one link direction, plus 8 hops of
+    # latency (chapter 3's additive form). In us.
+    "10.2": (8 * (128e6 / 16) / V5E_ONE_WAY + 8 * HOP) * 1e6,
+    # 10.3: 8x8 has no wraparound: N - 1 = 7 block-times of bytes either way (both ways, the closing
+    # edges share the line's links); both ways takes N/2 = 4 steps instead of 7, each as long as the
+    # closing edge's 7 hops: 4 x 7 hops of latency. In ms.
+    "10.3": (7 * (128e6 / 8) / V5E_ONE_WAY + 4 * 7 * HOP) * 1e3,
     # 10.4: 8 steps of 16 kB (2.8 us of bandwidth) plus 8 hops of 1 us (chapter 3's additive form). In us.
     "10.4": (8 * (256e3 / 16) / V5E_ONE_WAY + 8 * HOP) * 1e6,
     # 10.5: AllToAll over N = 8 of V = 8192^2 x 2 bytes: each device sends V (N - 1) / N^2. In MB.
@@ -54,8 +56,8 @@ HAND = {
     "10.9": PARAMS * 16 / 8 / 1e3,
     # 10.10: one layer in fp32, gathered over fsdp, still halved by tp. In MB.
     "10.10": LAYER * 4 / 2 / 1e6,
-    # 10.11: ReduceScatter both ways on the wrapped 8-ring: 4 steps of 1 GB / 8. In ms.
-    "10.11": 4 * (1e9 / 8) / V5P_ONE_WAY * 1e3,
+    # 10.11: ReduceScatter both ways on the wrapped 8-ring: 4 steps of 1 GB / 8, plus 4 hops. In ms.
+    "10.11": (4 * (1e9 / 8) / V5P_ONE_WAY + 4 * HOP) * 1e3,
     # 10.12: 7 running sums of (4096 / 8) x 8192 bf16 values. In MB.
     "10.12": 7 * (4096 / 8) * 8192 * 2 / 1e6,
     # 10.13: sequential / overlapped.

@@ -13,6 +13,12 @@ def _slice(chip: str, shape: str):
     return topology.slice(chip, shape)
 
 
+def _additive(c: jc.RingCost) -> float:
+    """Chapter 3's additive time of a ring: its bytes' time plus its steps' hop latency
+    (`RingCost.seconds` is the original book's max of the two)."""
+    return c.bandwidth_seconds + c.latency_seconds
+
+
 @problem("10.1", title="Permutes in a hand-written AllReduce", unit="", n=16,
          slips={30 / 16: "that counts steps; both ways, each step runs two permutes, one per direction "
                          "(except where only one direction has blocks left)",
@@ -27,7 +33,7 @@ def allreduce_permutes(n):
          slips={1.875: "that is the one-way ring: sending both ways halves the steps on a ring with a wraparound"})
 def fastest_ring_allgather(chip_name, shape, axis, array_bytes):
     topo = _slice(chip_name, shape)
-    best = min(jc.ring_cost("all-gather", topo, axis=axis, bytes_=array_bytes, bidirectional=b).seconds
+    best = min(_additive(jc.ring_cost("all-gather", topo, axis=axis, bytes_=array_bytes, bidirectional=b))
                for b in (False, True))
     return best / _US
 
@@ -38,7 +44,7 @@ def fastest_ring_allgather(chip_name, shape, axis, array_bytes):
                        "so going both ways does not halve the time"})
 def ring_without_wraparound(chip_name, shape, axis, array_bytes):
     topo = _slice(chip_name, shape)
-    best = min(jc.ring_cost("all-gather", topo, axis=axis, bytes_=array_bytes, bidirectional=b).seconds
+    best = min(_additive(jc.ring_cost("all-gather", topo, axis=axis, bytes_=array_bytes, bidirectional=b))
                for b in (False, True))
     return best / _MS
 
@@ -52,8 +58,7 @@ def ring_without_wraparound(chip_name, shape, axis, array_bytes):
          hint="chapter 3's additive form: N/2 steps, each moving a V/N block one way over a link and crossing "
               "one hop of latency; add the two terms")
 def small_ring_allgather(chip_name, shape, axis, array_bytes):
-    c = jc.ring_cost("all-gather", _slice(chip_name, shape), axis=axis, bytes_=array_bytes)
-    return (c.bandwidth_seconds + c.latency_seconds) / _US  # additive (chapter 3), not RingCost.seconds' max
+    return _additive(jc.ring_cost("all-gather", _slice(chip_name, shape), axis=axis, bytes_=array_bytes)) / _US
 
 
 @problem("10.5", title="Moving a cut with reshard", unit="MB", chip_name="tpu-v5p", shape="8x8x8", axis="X",
@@ -135,7 +140,7 @@ def gathered_layer(fsdp, tp):
                      "(which adds an AllGather)",
                 1.75: "write the ring both ways: the axis wraps around"})
 def sum_or_scatter(chip_name, shape, axis, array_bytes):
-    return jc.ring_cost("reduce-scatter", _slice(chip_name, shape), axis=axis, bytes_=array_bytes).seconds / _MS
+    return _additive(jc.ring_cost("reduce-scatter", _slice(chip_name, shape), axis=axis, bytes_=array_bytes)) / _MS
 
 
 @problem("10.12", title="Bytes a collective matmul sends", unit="MB", n=8, rows=4096, cols=8192, dtype="bf16",
