@@ -19,18 +19,40 @@ per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L
   embedding and logits: two more of tok x D and three of tok fp32 softmax statistics;
 - FSDP: per microbatch and layer, the layer's weights AllGathered twice (forward, backward) and their
   gradients ReduceScattered once over fsdp (experts over the fsdp axes outside ep); the
-  embedding, unembedding and final norm gathered once and scattered once; hidden behind the
-  microbatch's compute when shorter;
-- DP: gradients of the chip's shard AllReduced once per step over dp and cp; hidden behind the
-  backward pass of the last microbatch when shorter;
+  embedding, unembedding and final norm gathered once and scattered once;
+- DP: gradients of the chip's shard AllReduced once per step over dp and cp;
 - PP: each microbatch's activations sent forward and their gradients back, once per virtual
   stage; the bubble adds (pp - 1) / virtual_stages microbatch slots;
 - EP: (4 + 2 if full remat) AllToAlls per MoE layer of the k routed copies of each token;
 - CP: (cp - 1) ring steps of the local keys and values per layer forward (twice that backward,
-  once more with full remat), hidden behind the attention FLOPs when shorter;
+  once more with full remat);
 - the optimizer update streams the chip's weights, gradients and Adam state through HBM once.
 
-step = (microbatches + bubble) x (c + exposed TP, EP, PP, FSDP, CP) + exposed DP + optimizer.
+Overlap, by resource. The compute stream and each network are resources: the ICI (one
+resource per chip: its links are driven together and a collective over several axes uses them
+all, so TP on one axis and FSDP on another compete), NVLink, and the data-center network
+(InfiniBand between GPU nodes, DCN between TPU slices). A group that spans several networks is
+charged to its outermost one only (a simplification: its inner stage occupies the inner network
+too). What is exposed follows from the dependencies, per microbatch:
+
+- TP is on the critical path; with `tp_overlap` it runs under the matmuls it is fused with, the
+  excess over them exposed, and each second of hidden traffic costs `tp_overlap_slowdown`
+  seconds of compute (Calculon's processor usage of a network, Isaev et al. 2023);
+- FSDP, per layer: the next layer's gather during this layer's forward compute, and in the
+  backward pass a gather and the previous layer's reduce-scatter during this layer's backward
+  compute; other hidden traffic on the same network (overlapped TP, CP) takes its share of each
+  window; the excess is exposed in every layer, and the first gather (layer 0 and the
+  embedding tables) is always exposed. At small batch per chip each layer's gather is
+  latency- and bandwidth-bound against little compute, and the exposure grows with the layers;
+- CP, per ring step: the step's key/value chunk hides behind the attention of one chunk, 1/cp
+  of the chip's causal attention FLOPs (load-balanced chunks);
+- EP's AllToAlls and PP's sends are on the critical path;
+- DP's AllReduce starts with the last microbatch's backward pass and shares its network with
+  whatever that pass sends there; what does not fit in the pass is exposed.
+
+step = (microbatches + bubble) x (c + exposed TP, EP, PP, FSDP, CP) + exposed DP + optimizer,
+and never less than any network's busy time (the sum of every collective on it in the step):
+where the windows hid more than a network can carry, the excess is charged to its busiest user.
 
 Collectives are priced exactly as `collectives.cost` prices them (tested to agree).
 """
