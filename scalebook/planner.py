@@ -15,9 +15,9 @@ What it searches (and why the ranges end where they do):
 - microbatch: powers of two up to the replica's batch (at most 6 sizes, the largest kept);
 - remat: none, selective, full; sequence parallelism on whenever tp > 1 (same traffic, less
   memory); ZeRO-1 on the dp part (same traffic, less memory);
-- tp_overlap: off and on whenever tp > 1 (TP collectives on the critical path, or overlapped
-  with the matmuls at a compute slowdown, `training.tp_overlap_slowdown`): software choices
-  both, so the planner says which pays.
+- tp_overlap: off and on whenever tp > 1 and the TP group stays on ICI or NVLink (TP collectives
+  on the critical path, or overlapped with the matmuls at a compute slowdown,
+  `training.tp_overlap_slowdown`): software choices both, so the planner says which pays.
 """
 from __future__ import annotations
 
@@ -185,8 +185,12 @@ def evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, b
         for g in pl.groups:
             per_key.setdefault(g, []).append(step.describe(pl, g))
     groups = {g: {k: col[cands.key] for k, col in step.stack(ds).items()} for g, ds in per_key.items()}
-    r = step.evaluate(st, cands.arrays(), groups)
-    r["valid"] = r["valid"] & placeable[cands.key]
+    arr = cands.arrays()
+    r = step.evaluate(st, arr, groups)
+    # TP overlap where the TP group reaches InfiniBand or DCN changes nothing (`scalebook.step`):
+    # keep only the plain twin of such a row
+    no_effect = (arr["tp_overlap"] > 0) & (step.network(groups["tp"]) == step.NETWORKS.index("dcn"))
+    r["valid"] = r["valid"] & placeable[cands.key] & ~no_effect
     return r
 
 

@@ -37,7 +37,10 @@ too). What is exposed follows from the dependencies, per microbatch:
 
 - TP is on the critical path; with `tp_overlap` it runs under the matmuls it is fused with, the
   excess over them exposed, and each second of hidden traffic costs `tp_overlap_slowdown`
-  seconds of compute (Calculon's processor usage of a network, Isaev et al. 2023);
+  seconds of compute (Calculon's processor usage of a network, Isaev et al. 2023). Overlap is
+  granted only where the TP group stays on ICI or NVLink: a group that reaches InfiniBand or DCN
+  keeps TP on the critical path (an assumption: the decomposed collective's many small
+  transfers are cheap only on the fast network);
 - FSDP, per layer: the next layer's gather during this layer's forward compute, and in the
   backward pass a gather and the previous layer's reduce-scatter during this layer's backward
   compute; other hidden traffic on the same network (overlapped TP, CP) takes its share of each
@@ -353,7 +356,10 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     t_cp = cp_count * cp_each
 
     # --- overlap by resource (module docstring, "Overlap") ---
-    tp_overlap = a["tp_overlap"].astype(float)
+    net_tp = network(g["tp"])
+    # Overlap is granted on the fast network only (ICI, NVLink): a TP group that reaches InfiniBand
+    # or DCN keeps its collectives on the critical path (an assumption, chapter 5).
+    tp_overlap = a["tp_overlap"].astype(float) * (net_tp != NETWORKS.index("dcn"))
     layers_s = stage_layers
     c_fwd = c - c_bwd
     fwd_share, bwd_share = c_fwd / c, c_bwd / c
@@ -366,7 +372,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     attn_step = m.attention_flops_per_token / m.layers * tok / (cp * tp * rate)
     exposed_cp = cp_count * np.maximum(0.0, cp_each - attn_step)
     cp_hidden = t_cp - exposed_cp
-    net_tp, net_fsdp, net_efsdp = network(g["tp"]), network(g["fsdp"]), network(g["expert_fsdp"])
+    net_fsdp, net_efsdp = network(g["fsdp"]), network(g["expert_fsdp"])
     net_cp, net_dp, net_edp = network(g["cp"]), network(g["grad"]), network(g["expert_grad"])
     net_ep, net_pp = network(g["ep"]), network(g["pp"])
     # FSDP, per layer: layer i+1's gather runs during layer i's forward compute, and in the backward

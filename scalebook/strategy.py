@@ -66,8 +66,8 @@ class Strategy:
     (saved activations and the bytes TP/PP/EP/CP move), `matmul_dtype` ('fp8' uses the chip's
     fp8 peak where it has one). `flash_attention`: attention saves no T x T matrix.
     `tp_overlap`: TP collectives overlap the matmuls they feed (XLA's collective matmul, Megatron's
-    TP communication overlap), at a compute slowdown while they run (`scalebook.step`); default
-    off: on the critical path.
+    TP communication overlap), at a compute slowdown while they run, where the TP group stays on
+    ICI or NVLink (`scalebook.step`); default off: on the critical path.
     """
 
     dp: int = 1
