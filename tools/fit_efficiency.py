@@ -4,7 +4,7 @@ Writes scalebook/data/training_efficiency.json: per family the efficiency, the a
 while no published run carries a `role`, and the ids of the runs the value was fitted on
 (`training.fit_runs`). The TP-overlap compute slowdown, a cited constant, is kept as it is.
 Run after changing the step model; the test
-`test_training.py::test_default_efficiency_reproduces_its_fit` fails until you do.
+`test_training.py::test_default_efficiency_reproduces_its_anchor_run` fails until you do.
 """
 import json
 import pathlib
