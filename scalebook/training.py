@@ -634,7 +634,9 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
     Per layer and token, TP moves 4 AllReduces of D activations (each 2 D b / W in the large-N
     limit) = 8 D b / W seconds, while each chip computes 6 P_layer / (tp x peak); compute covers
     the traffic while tp <= 6 P_layer W / (8 D b peak). For a standard layer (P_layer = 12 D^2)
-    that is about 9 D W / (b peak): the wider the model, the more TP it can take. `link` defaults
+    that is about 9 D W / (b peak): the wider the model, the more TP it can take. At the bound TP
+    time equals compute: on the critical path (the default) that doubles the step, and with
+    `tp_overlap` the traffic hides at the cost of `tp_overlap_slowdown` of it (Chapter 5). `link` defaults
     to the chip's fast link (ICI or NVLink); 'infiniband' or 'dcn' price a group with one chip per
     node or slice (a group of whole nodes runs hierarchically and fares better, as `estimate` shows).
     """
