@@ -189,7 +189,7 @@ def evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, b
     r = step.evaluate(st, arr, groups)
     # TP overlap where the TP group reaches InfiniBand or DCN changes nothing (`scalebook.step`):
     # keep only the plain twin of such a row
-    no_effect = (arr["tp_overlap"] > 0) & (step.network(groups["tp"]) == step.NETWORKS.index("dcn"))
+    no_effect = (arr["tp_overlap"] > 0) & (step._network(groups["tp"]) == step.NETWORKS.index("dcn"))
     r["valid"] = r["valid"] & placeable[cands.key] & ~no_effect
     return r
 

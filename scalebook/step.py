@@ -229,7 +229,7 @@ def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str,
 
 # --- the step --------------------------------------------------------------------------------
 
-def network(g: Mapping[str, np.ndarray]) -> np.ndarray:
+def _network(g: Mapping[str, np.ndarray]) -> np.ndarray:
     """Index in NETWORKS of the resource a group's collectives occupy; -1 for a group of one chip.
 
     A group that spans several networks (NVLink inside a node and InfiniBand across nodes, ICI
@@ -356,7 +356,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     t_cp = cp_count * cp_each
 
     # --- overlap by resource (module docstring, "Overlap") ---
-    net_tp = network(g["tp"])
+    net_tp = _network(g["tp"])
     # Overlap is granted on the fast network only (ICI, NVLink): a TP group that reaches InfiniBand
     # or DCN keeps its collectives on the critical path (an assumption, chapter 5).
     tp_overlap = a["tp_overlap"].astype(float) * (net_tp != NETWORKS.index("dcn"))
@@ -372,9 +372,9 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     attn_step = m.attention_flops_per_token / m.layers * tok / (cp * tp * rate)
     exposed_cp = cp_count * np.maximum(0.0, cp_each - attn_step)
     cp_hidden = t_cp - exposed_cp
-    net_fsdp, net_efsdp = network(g["fsdp"]), network(g["expert_fsdp"])
-    net_cp, net_dp, net_edp = network(g["cp"]), network(g["grad"]), network(g["expert_grad"])
-    net_ep, net_pp = network(g["ep"]), network(g["pp"])
+    net_fsdp, net_efsdp = _network(g["fsdp"]), _network(g["expert_fsdp"])
+    net_cp, net_dp, net_edp = _network(g["cp"]), _network(g["grad"]), _network(g["expert_grad"])
+    net_ep, net_pp = _network(g["ep"]), _network(g["pp"])
     # FSDP, per layer: layer i+1's gather runs during layer i's forward compute, and in the backward
     # pass the next gather and the previous layer's reduce-scatter share the layer's backward
     # compute; what does not fit is exposed in every layer. The first gather (with the embedding

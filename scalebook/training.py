@@ -525,8 +525,8 @@ def critical_batch_per_chip(model: Transformer, *, strategy: Strategy, seq_len: 
     shared = 0.0
     if base.comm_seconds["dp"] and layer:
         pl = base.placement
-        same = step.network(step.stack([step.describe(pl, "grad")]))[0] == \
-            step.network(step.stack([step.describe(pl, "fsdp")]))[0]
+        same = step._network(step.stack([step.describe(pl, "grad")]))[0] == \
+            step._network(step.stack([step.describe(pl, "fsdp")]))[0]
         shared = (gathers + scatters) if same else 0.0
     needs = [gathers / fwd, (gathers + scatters) / bwd,
              (base.comm_seconds["dp"] + shared) / bwd if base.comm_seconds["dp"] else 0.0]
