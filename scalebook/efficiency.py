@@ -20,11 +20,9 @@ The tiles and engines, per chip kind (figures from `hardware.microarchitecture`)
   chip's TensorCores (2 with megacore on v4 and v5p, 1 on v5e and v6e). Where the MXU size is not
   published (TPU 7x), no quantisation is charged.
 - GPU: a thread-block tile of 256 x 128 output elements, one of the tile shapes cuBLASLt offers
-  for large GEMMs (NVIDIA, cuBLASLt `MatmulTile`), taken as the one large bf16 matmuls use; a side
-  shorter than the tile gets a smaller tile (the next power of two, at least 16), as the library
-  picks smaller tiles for small matrices; K is not rounded (the kernel loops over K, and a short
-  last slice costs in proportion); the engines are the streaming multiprocessors (108 on A100,
-  132 on H100). The tile choice is an assumption of the model, not a measurement.
+  for large GEMMs (NVIDIA, cuBLASLt `MatmulTile`), taken as the one large bf16 matmuls use; K is
+  not rounded (the kernel loops over K, and a short last slice costs in proportion); the engines
+  are the streaming multiprocessors (108 on A100, 132 on H100).
 
 `eff_kernel` is the one remaining constant per chip family, fitted on published runs
 (`training.default_efficiency`): what a kernel achieves on whole waves of whole tiles.
@@ -57,8 +55,6 @@ class Tiling:
     tile_n: int
     tile_k: int
     units: int
-    #: GPU kernels pick a smaller tile for a matrix side shorter than the tile (down to 16).
-    shrinks: bool = False
 
 
 def tiling(chip: "str | Chip") -> Tiling:
@@ -77,8 +73,7 @@ def _tiling(name: str) -> Tiling:
         return Tiling(chip=c.name, tile_m=side, tile_n=side, tile_k=side, units=int(micro.cores_per_chip))
     if not micro.cores_per_chip:
         return Tiling(chip=c.name, tile_m=1, tile_n=1, tile_k=1, units=0)
-    return Tiling(chip=c.name, tile_m=GPU_TILE[0], tile_n=GPU_TILE[1], tile_k=1, units=int(micro.cores_per_chip),
-                  shrinks=True)
+    return Tiling(chip=c.name, tile_m=GPU_TILE[0], tile_n=GPU_TILE[1], tile_k=1, units=int(micro.cores_per_chip))
 
 
 def _dims(m, k, n):
@@ -99,14 +94,10 @@ def quantisation(chip: "str | Chip", m, k, n, *, batch=1) -> np.ndarray:
         return np.ones(np.broadcast(m, k, n).shape)
     # the matmul's larger output side goes along the tile's longer side
     big, small = np.maximum(m, n), np.minimum(m, n)
-    tm, tn = float(t.tile_m), float(t.tile_n)
-    if t.shrinks:  # the next power of two that holds the side, at least 16, at most the tile
-        tm = np.minimum(tm, np.maximum(16.0, 2.0 ** np.ceil(np.log2(big))))
-        tn = np.minimum(tn, np.maximum(16.0, 2.0 ** np.ceil(np.log2(small))))
-    tiles = batch * np.ceil(big / tm) * np.ceil(small / tn)
+    tiles = batch * np.ceil(big / t.tile_m) * np.ceil(small / t.tile_n)
     waves = np.ceil(tiles / t.units)
     k_pad = np.ceil(k / t.tile_k) * t.tile_k
-    return (batch * m * n * k) / (waves * t.units * tm * tn * k_pad)
+    return (batch * m * n * k) / (waves * t.units * t.tile_m * t.tile_n * k_pad)
 
 
 def matmul_seconds(chip: "str | Chip", m, k, n, *, eff_kernel: float, dtype_bytes: float = 2.0,
