@@ -67,7 +67,6 @@ from typing import Mapping
 
 import numpy as np
 
-from . import efficiency as eff_
 from . import transformer as tr
 from .errors import model as _as_model
 from . import units
@@ -170,8 +169,6 @@ class ModelFacts:
     heads: int
     kv_heads: int
     d_ff: int
-    head_dim: int
-    gated: bool
     forward_flops_per_token: float
     attention_flops_per_token: float  # forward QK^T and AV, all layers
     remat_flops_per_token: tuple[float, ...]  # per policy in POLICIES order
@@ -198,7 +195,7 @@ def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
         layers=model.layers, moe_layers=model.moe_layers, d_model=model.d_model, vocab=model.vocab,
         kv_width=model.kv_heads * model.head_dim, experts_per_token=model.experts_per_token,
         routed_experts=model.routed_experts, heads=model.heads, kv_heads=model.kv_heads,
-        d_ff=model.d_ff or model.expert_d_ff, head_dim=model.head_dim, gated=model.mlp == "gated",
+        d_ff=model.d_ff or model.expert_d_ff,
         forward_flops_per_token=fl.forward_flops, attention_flops_per_token=fl.attention_score_flops,
         remat_flops_per_token=remat,
         elementwise_wide=10.0 * model.d_model * model.layers,
@@ -273,48 +270,6 @@ def _act_table(setting: Setting, cps: np.ndarray) -> np.ndarray:
     return out
 
 
-def _layer_matmuls(m: ModelFacts, tok, tp, T: float):
-    """(count per layer, batch, M, K, N, attention?) of one layer's forward matmuls on one chip, plus
-    the logits' share of a layer.
-
-    Rows are tok tokens; TP splits heads and the MLP width. The attention scores and values are
-    batched over the chip's heads (launched together) and, causal, do half their work (count 1/2).
-    """
-    H, D, F = float(m.head_dim), float(m.d_model), float(m.d_ff)
-    heads = m.heads / tp
-    qkv = (m.heads + 2 * m.kv_heads) * H / tp
-    up = (2.0 if m.gated else 1.0) * F / tp
-    one = np.ones_like(tok)
-    return [(1.0, one, tok, D, qkv, False), (0.5, heads, tok, H, T, True), (0.5, heads, tok, T, H, True),
-            (1.0, one, tok, m.heads * H / tp, D, False), (1.0, one, tok, D, up, False),
-            (1.0, one, tok, F / tp, D, False), (1.0 / m.layers, one, tok, D, m.vocab / tp, False)]
-
-
-def shape_factor(setting: Setting, tok, tp) -> np.ndarray:
-    """Matmul time over what its FLOPs take at the fitted rate: >= 1 (`scalebook.efficiency`).
-
-    Sums the layer's forward matmuls and, for each, the backward pass's activation-gradient
-    (M x N @ N x K) and weight-gradient (K x M @ M x N) matmuls, each priced as the larger of its
-    quantised arithmetic and its HBM traffic. With flash attention the scores never reach HBM, so
-    the attention matmuls pay their arithmetic only. Routed experts are left out of the list (their
-    FLOPs take the dense layers' factor).
-    """
-    s, m = setting, setting.facts
-    c = s.topology.chip
-    b = units.dtype_bytes(s.activation_dtype)
-    tok, tp = np.asarray(tok, dtype=float), np.asarray(tp, dtype=float)
-    rate = s.peak_flops_per_s * s.efficiency
-    shaped = ideal = 0.0
-    for count, batch, M, K, N, attention in _layer_matmuls(m, tok, tp, float(s.seq_len)):
-        fused = attention and s.flash_attention
-        for mm, kk, nn in ((M, K, N), (M, N, K), (K, M, N)):
-            t = eff_.matmul_seconds(c, mm, kk, nn, eff_kernel=s.efficiency, dtype_bytes=0.0 if fused else b,
-                                    peak_flops_per_s=s.peak_flops_per_s, batch=batch)
-            shaped = shaped + count * t
-            ideal = ideal + count * 2 * batch * np.asarray(mm) * kk * nn / rate
-    return shaped / ideal
-
-
 def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str, Mapping[str, np.ndarray]]
              ) -> dict[str, np.ndarray]:
     """Times (seconds per step) and memory (bytes per chip) for every strategy in arrays `a`.
@@ -345,10 +300,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     remat_tok = np.array(m.remat_flops_per_token)[remat]
     flop_tok = 3 * m.forward_flops_per_token + remat_tok
     rate = s.peak_flops_per_s * s.efficiency
-    key = tok * 4096.0 + tp  # tp <= 64 < 4096: one number per (tok, tp); few are distinct
-    keys, where = np.unique(key, return_inverse=True)
-    tp_u = np.mod(keys, 4096.0)
-    c_matmul = flop_tok * tok * frac / (tp * rate) * shape_factor(s, (keys - tp_u) / 4096.0, tp_u)[where.reshape(-1)]
+    c_matmul = flop_tok * tok * frac / (tp * rate)
     sel = (remat == POLICIES.index("selective")).astype(float)
     flash = 1.0 if s.flash_attention else 0.0
     passes = 3 + full
