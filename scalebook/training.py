@@ -13,7 +13,8 @@ Conventions:
   the dense peak of the dtype the matmuls run in (bf16, or fp8 where the chip has it).
 - `efficiency` is the fraction of peak FLOP/s that the matmuls achieve while they run: kernel
   efficiency, not communication (which the model prices). Its default per chip family is fitted
-  on one public run each (`fitted_efficiency`, chapter 6); pass your own to explore.
+  on the published runs marked 'fit' (`fit_runs`; until the runs table carries roles, one anchor
+  run each, chapter 6); pass your own to explore.
 - Memory per chip counts weights, gradients, Adam state (two moments and a master copy),
   FSDP's gathered layers, saved activations of the microbatches in flight, and the fp32 logits of
   one microbatch. It leaves out framework workspace and fragmentation, so "fits" is optimistic.
@@ -39,14 +40,15 @@ from .topology import Topology, for_chips
 __all__ = ["Strategy", "TrainingEstimate", "StepCollective", "MemoryPerChip", "estimate", "default_efficiency",
            "critical_batch_per_chip", "rule_of_thumb_batch_per_chip", "max_tp_degree", "check_fits_model",
            "fit_efficiency", "refit_default_efficiency", "price_per_chip_hour", "link_bytes_per_s",
-           "pipeline_bubble_fraction", "min_expert_width", "min_context_chunk"]
+           "pipeline_bubble_fraction", "min_expert_width", "min_context_chunk", "fit_runs", "tp_overlap_slowdown"]
 
 
 def default_efficiency(chip: "str | Chip") -> float:
     """Achieved matmul efficiency for a chip family ('tpu' or 'gpu'), fitted in chapter 6.
 
-    Stored in `data/training_efficiency.json` with the run it was fitted on; regenerate with
-    `fit_efficiency` (a test checks the stored value still reproduces that run).
+    Stored in `data/training_efficiency.json` with the runs it was fitted on (`fitted_on`);
+    regenerate with `tools/fit_efficiency.py` (a test checks the stored value still reproduces
+    its fit).
     """
     fam = "tpu" if _chip(chip).is_tpu else "gpu"
     return float(load("training_efficiency")[fam]["efficiency"])
