@@ -308,7 +308,6 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
         + (1 - flash) * m.score_elements_per_t * T / tp * (passes + sel)
     c_vector = elements * b_act * tok * frac / s.topology.chip.hbm_bytes_per_s
     c = c_matmul + c_vector
-    c_attn = 3 * m.attention_flops_per_token * tok * frac / (tp * rate)
     c_bwd = c * (2 * m.forward_flops_per_token + remat_tok) / flop_tok
 
     g = groups
@@ -403,16 +402,16 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     exposed_dp = np.where(t_dp > 0, np.maximum(0.0, load - window), 0.0)
 
     # Busy time of each resource over the step: the compute stream and each network.
-    per_micro = {"tp": (net_tp, t_tp), "ep": (net_ep, t_ep), "pp": (net_pp, t_pp), "cp": (net_cp, t_cp),
-                 "fsdp": (net_fsdp, stage_layers * (2 * gather_d + scatter_d) + fsdp_top),
-                 "efsdp": (net_efsdp, stage_layers * (2 * gather_e + scatter_e))}
+    traffic = {"tp": (net_tp, t_tp), "ep": (net_ep, t_ep), "pp": (net_pp, t_pp), "cp": (net_cp, t_cp),
+               "fsdp": (net_fsdp, stage_layers * (2 * gather_d + scatter_d) + fsdp_top),
+               "efsdp": (net_efsdp, stage_layers * (2 * gather_e + scatter_e))}  # per microbatch
     kinds = ("tp", "ep", "pp", "cp", "fsdp", "dp")
     busy = np.zeros((len(NETWORKS), len(kinds), len(c)))
     for k in range(len(NETWORKS)):
         for j, kind in enumerate(kinds[:-1]):
-            net, t = per_micro[kind]
+            net, t = traffic[kind]
             busy[k, j] = np.where(net == k, n_micro * t, 0.0)
-        net, t = per_micro["efsdp"]
+        net, t = traffic["efsdp"]
         busy[k, kinds.index("fsdp")] += np.where(net == k, n_micro * t, 0.0)
         busy[k, -1] = np.where(net_dp == k, t_dp_d, 0.0) + np.where(net_edp == k, t_dp_e, 0.0)
 
