@@ -28,6 +28,10 @@ The tiles and engines, per chip kind (figures from `hardware.microarchitecture`)
 
 `eff_kernel` is the one remaining constant per chip family, fitted on published runs
 (`training.default_efficiency`): what a kernel achieves on whole waves of whole tiles.
+
+Status: the training step model (`scalebook.step`) does not use this module yet; it still
+charges every matmul the one fitted efficiency per chip family. Wiring it in needs
+`training.critical_batch_per_chip` to handle a compute time that is no longer linear in the batch.
 Everything is vectorised over numpy arrays of M, K and N (the planner prices thousands of
 strategies at once).
 
