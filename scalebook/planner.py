@@ -14,7 +14,10 @@ What it searches (and why the ranges end where they do):
 - fsdp x dp: every split of what is left; ep: divisors of the experts inside fsdp x dp;
 - microbatch: powers of two up to the replica's batch (at most 6 sizes, the largest kept);
 - remat: none, selective, full; sequence parallelism on whenever tp > 1 (same traffic, less
-  memory); ZeRO-1 on the dp part (same traffic, less memory).
+  memory); ZeRO-1 on the dp part (same traffic, less memory);
+- tp_overlap: off and on whenever tp > 1 and the TP group stays on ICI or NVLink (TP collectives
+  on the critical path, or overlapped with the matmuls at a compute slowdown,
+  `training.tp_overlap_slowdown`): software choices both, so the planner says which pays.
 """
 from __future__ import annotations
 
@@ -77,8 +80,14 @@ def candidates(model: Transformer, *, chips: int, seqs: int, seq_len: int,
     remat_idx = [POLICY_NAMES.index(r) for r in remat]
     base = np.array(rows, dtype=np.int64).reshape(-1, 3)
     base = np.repeat(base, len(remat_idx), axis=0)
+    pol = np.tile(np.array(remat_idx, dtype=np.int64), len(rows))
+    tps = np.array([k[0] for k in keys], dtype=np.int64).reshape(-1)[base[:, 0]] if len(base) else base[:, 0]
+    twice = tps > 1  # with tensor parallelism, try both TP overlap settings
+    base = np.concatenate([base, base[twice]])
+    pol = np.concatenate([pol, pol[twice]])
+    overlap = np.concatenate([np.zeros(len(twice), dtype=np.int64), np.ones(int(twice.sum()), dtype=np.int64)])
     return Candidates(keys=keys, key=base[:, 0], virtual_stages=base[:, 1], microbatch=base[:, 2],
-                      remat=np.tile(np.array(remat_idx), len(rows)))
+                      remat=pol, tp_overlap=overlap)
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,7 @@ class Candidates:
     virtual_stages: np.ndarray
     microbatch: np.ndarray
     remat: np.ndarray
+    tp_overlap: "np.ndarray | None" = None  # 0/1 per row; None: all off
 
     def __len__(self) -> int:
         return len(self.key)
@@ -102,14 +112,16 @@ class Candidates:
         sched = np.where(v > 1, step.SCHEDULE_INDEX["interleaved"], step.SCHEDULE_INDEX["1f1b"])
         return dict(tp=tp, cp=k[:, 1], fsdp=k[:, 2], dp=dp, pp=k[:, 4], ep=k[:, 5], virtual_stages=v,
                     microbatch=self.microbatch, remat=self.remat, sp=(tp > 1).astype(int),
-                    zero=(dp > 1).astype(int), schedule=sched, tp_overlap=np.zeros_like(tp))
+                    zero=(dp > 1).astype(int), schedule=sched,
+                    tp_overlap=np.zeros_like(tp) if self.tp_overlap is None else self.tp_overlap)
 
     def strategy(self, i: int) -> Strategy:
         tp, cp, fsdp, dp, pp, ep = self.keys[self.key[i]]
         v = int(self.virtual_stages[i])
         return Strategy(dp=dp, fsdp=fsdp, tp=tp, pp=pp, ep=ep, cp=cp, virtual_stages=v,
                         microbatch=int(self.microbatch[i]), remat=POLICY_NAMES[int(self.remat[i])],
-                        sequence_parallel=tp > 1, zero=1 if dp > 1 else 0)
+                        sequence_parallel=tp > 1, zero=1 if dp > 1 else 0,
+                        tp_overlap=self.tp_overlap is not None and bool(self.tp_overlap[i]))
 
 
 @dataclass(frozen=True)
@@ -173,8 +185,12 @@ def evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, b
         for g in pl.groups:
             per_key.setdefault(g, []).append(step.describe(pl, g))
     groups = {g: {k: col[cands.key] for k, col in step.stack(ds).items()} for g, ds in per_key.items()}
-    r = step.evaluate(st, cands.arrays(), groups)
-    r["valid"] = r["valid"] & placeable[cands.key]
+    arr = cands.arrays()
+    r = step.evaluate(st, arr, groups)
+    # TP overlap where the TP group reaches InfiniBand or DCN changes nothing (`scalebook.step`):
+    # keep only the plain twin of such a row
+    no_effect = (arr["tp_overlap"] > 0) & (step._network(groups["tp"]) == step.NETWORKS.index("dcn"))
+    r["valid"] = r["valid"] & placeable[cands.key] & ~no_effect
     return r
 
 

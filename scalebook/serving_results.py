@@ -325,8 +325,8 @@ def fit_efficiencies(family: str) -> tuple[float, float]:
 
     One pair for the whole family, never one per result: the pair that minimises the sum of squared
     log errors, sum (ln(predicted / reported))^2, over the family's fit results (a 5%-step grid over
-    0.05-1, then a 1% grid around the best, moved until the best lies inside it rather than on
-    its edge; the loss is smooth enough for this).
+    0.05-1, then a 1% grid re-centred on its best point until that point stays put; the loss is
+    smooth enough for this).
     """
     choose("family", family, ["tpu", "gpu"])
     fit = results_with_role("fit", family)
@@ -336,12 +336,11 @@ def fit_efficiencies(family: str) -> tuple[float, float]:
     best = min(((_log_loss(fit, bw, ce), bw, ce) for bw in grid for ce in grid))
     _, bw0, ce0 = best
     fine = lambda x0: [round(x0 + d / 100, 2) for d in range(-5, 6) if 0.01 <= x0 + d / 100 <= 1.0]
-    for _ in range(20):  # a coarse cell's best can sit just outside +-5%: recentre until it is inside
+    while True:  # re-centre the 1% grid until its best point is not on its edge
         best = min(((_log_loss(fit, bw, ce), bw, ce) for bw in fine(bw0) for ce in fine(ce0)))
         if (best[1], best[2]) == (bw0, ce0):
-            break
-        _, bw0, ce0 = best
-    return best[1], best[2]
+            return bw0, ce0
+        bw0, ce0 = best[1], best[2]
 
 
 def _stats(errors: "list[float]") -> tuple[float, float, float]:

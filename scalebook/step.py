@@ -19,18 +19,43 @@ per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L
   embedding and logits: two more of tok x D and three of tok fp32 softmax statistics;
 - FSDP: per microbatch and layer, the layer's weights AllGathered twice (forward, backward) and their
   gradients ReduceScattered once over fsdp (experts over the fsdp axes outside ep); the
-  embedding, unembedding and final norm gathered once and scattered once; hidden behind the
-  microbatch's compute when shorter;
-- DP: gradients of the chip's shard AllReduced once per step over dp and cp; hidden behind the
-  backward pass of the last microbatch when shorter;
+  embedding, unembedding and final norm gathered once and scattered once;
+- DP: gradients of the chip's shard AllReduced once per step over dp and cp;
 - PP: each microbatch's activations sent forward and their gradients back, once per virtual
   stage; the bubble adds (pp - 1) / virtual_stages microbatch slots;
 - EP: (4 + 2 if full remat) AllToAlls per MoE layer of the k routed copies of each token;
 - CP: (cp - 1) ring steps of the local keys and values per layer forward (twice that backward,
-  once more with full remat), hidden behind the attention FLOPs when shorter;
+  once more with full remat);
 - the optimizer update streams the chip's weights, gradients and Adam state through HBM once.
 
-step = (microbatches + bubble) x (c + exposed TP, EP, PP, FSDP, CP) + exposed DP + optimizer.
+Overlap, by resource. The compute stream and each network are resources: the ICI (one
+resource per chip: its links are driven together and a collective over several axes uses them
+all, so TP on one axis and FSDP on another compete), NVLink, and the data-center network
+(InfiniBand between GPU nodes, DCN between TPU slices). A group that spans several networks is
+charged to its outermost one only (a simplification: its inner stage occupies the inner network
+too). What is exposed follows from the dependencies, per microbatch:
+
+- TP is on the critical path; with `tp_overlap` it runs under the matmuls it is fused with, the
+  excess over them exposed, and each second of hidden traffic costs `tp_overlap_slowdown`
+  seconds of compute (Calculon's processor usage of a network, Isaev et al. 2023). Overlap is
+  granted only where the TP group stays on ICI or NVLink: a group that reaches InfiniBand or DCN
+  keeps TP on the critical path (an assumption: the decomposed collective's many small
+  transfers are cheap only on the fast network);
+- FSDP, per layer: the next layer's gather during this layer's forward compute, and in the
+  backward pass a gather and the previous layer's reduce-scatter during this layer's backward
+  compute; other hidden traffic on the same network (overlapped TP, CP) takes its share of each
+  window; the excess is exposed in every layer, and the first gather (layer 0 and the
+  embedding tables) is always exposed. At small batch per chip each layer's gather is
+  latency- and bandwidth-bound against little compute, and the exposure grows with the layers;
+- CP, per ring step: the step's key/value chunk hides behind the attention of one chunk, 1/cp
+  of the chip's causal attention FLOPs (load-balanced chunks);
+- EP's AllToAlls and PP's sends are on the critical path;
+- DP's AllReduce starts with the last microbatch's backward pass and shares its network with
+  whatever that pass sends there; what does not fit in the pass is exposed.
+
+step = (microbatches + bubble) x (c + exposed TP, EP, PP, FSDP, CP) + exposed DP + optimizer,
+and never less than any network's busy time (the sum of every collective on it in the step):
+where the windows hid more than a network can carry, the excess is charged to its busiest user.
 
 Collectives are priced exactly as `collectives.cost` prices them (tested to agree).
 """
@@ -50,6 +75,7 @@ from .strategy import REMAT, Placement
 from .topology import PROTOCOLS, Topology, link_protocols
 
 POLICIES = tuple(REMAT)  # index order of the `remat` array
+NETWORKS = ("ici", "nvlink", "dcn")  # the resources a collective occupies, by index
 SCHEDULE_INDEX = {"1f1b": 0, "gpipe": 1, "interleaved": 2}
 _D_WIDE = {"layer input", "norm1 output", "residual after attention", "norm2 output", "output projection"}
 
@@ -235,6 +261,16 @@ def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str,
 
 # --- the step --------------------------------------------------------------------------------
 
+def _network(g: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Index in NETWORKS of the resource a group's collectives occupy; -1 for a group of one chip.
+
+    A group that spans several networks (NVLink inside a node and InfiniBand across nodes, ICI
+    inside a slice and DCN across slices) is attributed to its outermost, slowest network only:
+    a simplification, since the collective's inner stage also occupies the inner network.
+    """
+    return np.where(g["m_dcn"] > 1, 2, np.where(g["m_nvl"] > 1, 1, np.where(g["n_ici"] > 1, 0, -1)))
+
+
 @dataclass(frozen=True)
 class Setting:
     """What is fixed across the strategies being compared."""
@@ -252,6 +288,7 @@ class Setting:
     activation_bytes: float
     flash_attention: bool
     activation_dtype: str
+    tp_overlap_slowdown: float = 0.0  # compute lost per second of TP traffic hidden behind matmuls
 
 
 def _act_table(setting: Setting, cps: np.ndarray) -> np.ndarray:
@@ -303,7 +340,6 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
         + (1 - flash) * m.score_elements_per_t * T / tp * (passes + sel)
     c_vector = elements * b_act * tok * frac / s.topology.chip.hbm_bytes_per_s
     c = c_matmul + c_vector
-    c_attn = 3 * m.attention_flops_per_token * tok * frac / (tp * rate)
     c_bwd = c * (2 * m.forward_flops_per_token + remat_tok) / flop_tok
 
     g = groups
@@ -331,8 +367,9 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     top = m.other_params / np.minimum(pp, 2)
     fsdp_gather = price("all-gather", g["fsdp"], dense_l * s.param_bytes / tp) \
         + price("all-gather", g["expert_fsdp"], expert_l * s.param_bytes / (tp * ep))
-    fsdp_scatter = price("reduce-scatter", g["fsdp"], dense_l * s.grad_bytes / tp) \
-        + price("reduce-scatter", g["expert_fsdp"], expert_l * s.grad_bytes / (tp * ep))
+    scatter_d = price("reduce-scatter", g["fsdp"], dense_l * s.grad_bytes / tp)
+    scatter_e = price("reduce-scatter", g["expert_fsdp"], expert_l * s.grad_bytes / (tp * ep))
+    fsdp_scatter = scatter_d + scatter_e
     fsdp_top = price("all-gather", g["fsdp"], top * s.param_bytes / tp) \
         + price("reduce-scatter", g["fsdp"], top * s.grad_bytes / tp)
     t_fsdp = stage_layers * (2 * fsdp_gather + fsdp_scatter) + fsdp_top
@@ -349,13 +386,66 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     cp_count = (3 + full) * (cp - 1) * stage_layers
     t_cp = cp_count * cp_each
 
-    tp_overlap = a["tp_overlap"].astype(float)
-    hidden_pool = t_fsdp + tp_overlap * t_tp
-    exposed_pool = np.maximum(0.0, hidden_pool - c)
-    exposed_cp = np.maximum(0.0, t_cp - c_attn)
-    stage = c + (1 - tp_overlap) * t_tp + t_ep + t_pp + exposed_pool + exposed_cp
+    # --- overlap by resource (module docstring, "Overlap") ---
+    net_tp = _network(g["tp"])
+    # Overlap is granted on the fast network only (ICI, NVLink): a TP group that reaches InfiniBand
+    # or DCN keeps its collectives on the critical path (an assumption, chapter 5).
+    tp_overlap = a["tp_overlap"].astype(float) * (net_tp != NETWORKS.index("dcn"))
+    layers_s = stage_layers
+    c_fwd = c - c_bwd
+    fwd_share, bwd_share = c_fwd / c, c_bwd / c
+    # TP: on the critical path, or (tp_overlap) hidden behind the matmuls it is fused with, each
+    # second of hidden traffic slowing the matmuls by `tp_overlap_slowdown` of a second.
+    tp_hidden = tp_overlap * np.minimum(t_tp, c_matmul)
+    exposed_tp = t_tp - tp_hidden + s.tp_overlap_slowdown * tp_hidden
+    # CP: each ring step hides behind the attention of one key/value chunk (causal, load-balanced
+    # chunks: 1/cp of the chip's causal attention FLOPs, per pass).
+    attn_step = m.attention_flops_per_token / m.layers * tok / (cp * tp * rate)
+    exposed_cp = cp_count * np.maximum(0.0, cp_each - attn_step)
+    cp_hidden = t_cp - exposed_cp
+    net_fsdp, net_efsdp = _network(g["fsdp"]), _network(g["expert_fsdp"])
+    net_cp, net_dp, net_edp = _network(g["cp"]), _network(g["grad"]), _network(g["expert_grad"])
+    net_ep, net_pp = _network(g["ep"]), _network(g["pp"])
+    # FSDP, per layer: layer i+1's gather runs during layer i's forward compute, and in the backward
+    # pass the next gather and the previous layer's reduce-scatter share the layer's backward
+    # compute; what does not fit is exposed in every layer. The first gather (with the embedding
+    # tables) has nothing to hide behind. Other hidden traffic on FSDP's network (overlapped TP,
+    # CP's ring) takes its share of each window.
+    gather_d = price("all-gather", g["fsdp"], dense_l * s.param_bytes / tp)
+    gather_e = price("all-gather", g["expert_fsdp"], expert_l * s.param_bytes / (tp * ep))
+    g_l, r_l = gather_d + gather_e, fsdp_scatter
+    other = (np.where(net_tp == net_fsdp, tp_hidden, 0.0) + np.where(net_cp == net_fsdp, cp_hidden, 0.0)) / layers_s
+    top_gather = price("all-gather", g["fsdp"], top * s.param_bytes / tp)
+    exposed_fsdp_fwd = np.maximum(0.0, g_l + other * fwd_share - c_fwd / layers_s) * layers_s
+    exposed_fsdp_bwd = np.maximum(0.0, g_l + r_l + other * bwd_share - c_bwd / layers_s) * layers_s
+    exposed_fsdp = np.where(t_fsdp > 0, g_l + top_gather + exposed_fsdp_fwd + exposed_fsdp_bwd, 0.0)
+    stage = c + exposed_tp + t_ep + t_pp + exposed_fsdp + exposed_cp
     bubble_slots = np.where(pp > 1, (pp - 1) / v, 0.0)
-    exposed_dp = np.maximum(0.0, t_dp - c_bwd)
+    # DP: the gradient AllReduce starts with the last microbatch's backward pass and shares its
+    # network with whatever else that backward pass sends there (FSDP's gathers and scatters, TP,
+    # CP, EP); what does not fit in that window is exposed.
+    window = c_bwd + exposed_fsdp_bwd + bwd_share * (exposed_tp + exposed_cp + t_ep + t_pp)
+    t_dp_d = price("all-reduce", g["grad"], dense_w * s.grad_bytes / (tp * fsdp))
+    t_dp_e = t_dp - t_dp_d
+    bwd_traffic = {"tp": (net_tp, bwd_share * t_tp), "cp": (net_cp, bwd_share * t_cp),
+                   "ep": (net_ep, bwd_share * t_ep), "pp": (net_pp, bwd_share * t_pp),
+                   "fsdp": (net_fsdp, layers_s * (g_l + r_l))}
+    load = t_dp + sum(np.where((net == net_dp) & (net >= 0), t, 0.0) for net, t in bwd_traffic.values())
+    exposed_dp = np.where(t_dp > 0, np.maximum(0.0, load - window), 0.0)
+
+    # Busy time of each resource over the step: the compute stream and each network.
+    traffic = {"tp": (net_tp, t_tp), "ep": (net_ep, t_ep), "pp": (net_pp, t_pp), "cp": (net_cp, t_cp),
+               "fsdp": (net_fsdp, stage_layers * (2 * gather_d + scatter_d) + fsdp_top),
+               "efsdp": (net_efsdp, stage_layers * (2 * gather_e + scatter_e))}  # per microbatch
+    kinds = ("tp", "ep", "pp", "cp", "fsdp", "dp")
+    busy = np.zeros((len(NETWORKS), len(kinds), len(c)))
+    for k in range(len(NETWORKS)):
+        for j, kind in enumerate(kinds[:-1]):
+            net, t = traffic[kind]
+            busy[k, j] = np.where(net == k, n_micro * t, 0.0)
+        net, t = traffic["efsdp"]
+        busy[k, kinds.index("fsdp")] += np.where(net == k, n_micro * t, 0.0)
+        busy[k, -1] = np.where(net_dp == k, t_dp_d, 0.0) + np.where(net_edp == k, t_dp_e, 0.0)
 
     # memory per chip: that of the fullest pipeline stage. Three stages can be the fullest:
     # the first (most microbatches in flight, the embedding), the first one with a whole
@@ -418,14 +508,26 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     hbm = s.topology.chip.hbm_bytes_per_s
     opt_seconds = (2 * params_b + grads_b + 2 * opt_b) / hbm
 
-    step = (n_micro + bubble_slots) * stage + exposed_dp + opt_seconds
+    path = (n_micro + bubble_slots) * stage + exposed_dp + opt_seconds
+    # No step is shorter than any network's busy time: the excess (traffic that each window hid
+    # but that together overfills the network) is charged to the busiest user of that network.
+    net_busy = busy.sum(axis=1)
+    worst = np.argmax(net_busy, axis=0)
+    cols = np.arange(len(c))
+    excess = np.maximum(0.0, net_busy[worst, cols] - path)
+    blame = np.argmax(busy[worst, :, cols], axis=1)
+    extra = {kind: np.where(blame == j, excess, 0.0) for j, kind in enumerate(kinds)}
+    step = path + excess
     chips = dp * fsdp * tp * pp * cp
     return dict(
         valid=valid, chips=chips, microbatches=n_micro, compute=n_micro * c, compute_micro=c,
         matmul=n_micro * c_matmul, vector=n_micro * c_vector,
         tp=n_micro * t_tp, ep=n_micro * t_ep, fsdp=n_micro * t_fsdp, dp=t_dp, pp=n_micro * t_pp, cp=n_micro * t_cp,
-        exposed_tp=n_micro * (1 - tp_overlap) * t_tp, exposed_ep=n_micro * t_ep, exposed_pp=n_micro * t_pp,
-        exposed_fsdp=n_micro * exposed_pool, exposed_cp=n_micro * exposed_cp, exposed_dp=exposed_dp,
+        exposed_tp=n_micro * exposed_tp + extra["tp"], exposed_ep=n_micro * t_ep + extra["ep"],
+        exposed_pp=n_micro * t_pp + extra["pp"], exposed_fsdp=n_micro * exposed_fsdp + extra["fsdp"],
+        exposed_cp=n_micro * exposed_cp + extra["cp"], exposed_dp=exposed_dp + extra["dp"],
+        busy_compute=n_micro * c + opt_seconds,
+        **{f"busy_{name}": net_busy[k] for k, name in enumerate(NETWORKS)},
         bubble=bubble_slots * stage, optimizer=opt_seconds, step=step,
         tp_each=tp_each, tp_count=tp_count * n_micro, ep_each=ep_each, ep_count=ep_count * n_micro,
         pp_each=pp_each, cp_each=cp_each, cp_count=cp_count * n_micro,

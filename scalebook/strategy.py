@@ -65,7 +65,9 @@ class Strategy:
     Adam moment), `master_dtype` (fp32 master weights, None for none), `activation_dtype`
     (saved activations and the bytes TP/PP/EP/CP move), `matmul_dtype` ('fp8' uses the chip's
     fp8 peak where it has one). `flash_attention`: attention saves no T x T matrix.
-    `tp_overlap`: TP collectives hide behind the matmuls (collective matmul; default exposed).
+    `tp_overlap`: TP collectives overlap the matmuls they feed (XLA's collective matmul, Megatron's
+    TP communication overlap), at a compute slowdown while they run, where the TP group stays on
+    ICI or NVLink (`scalebook.step`); default off: on the critical path.
     """
 
     dp: int = 1
@@ -142,6 +144,8 @@ class Strategy:
             extra.append(f"remat {self.remat}")
         if self.sequence_parallel and self.tp > 1:
             extra.append("SP")
+        if self.tp_overlap and self.tp > 1:
+            extra.append("TP overlap")
         if self.pp > 1:
             extra.append(self.schedule + (f" v{self.virtual_stages}" if self.virtual_stages > 1 else ""))
         if self.matmul_dtype != "bf16":

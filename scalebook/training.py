@@ -13,7 +13,8 @@ Conventions:
   the dense peak of the dtype the matmuls run in (bf16, or fp8 where the chip has it).
 - `efficiency` is the fraction of peak FLOP/s that the matmuls achieve while they run: kernel
   efficiency, not communication (which the model prices). Its default per chip family is fitted
-  on one public run each (`fitted_efficiency`, chapter 6); pass your own to explore.
+  on the published runs marked 'fit' (`fit_runs`; until the runs table carries roles, one anchor
+  run each, chapter 6); pass your own to explore.
 - Memory per chip counts weights, gradients, Adam state (two moments and a master copy),
   FSDP's gathered layers, saved activations of the microbatches in flight, and the fp32 logits of
   one microbatch. It leaves out framework workspace and fragmentation, so "fits" is optimistic.
@@ -39,14 +40,15 @@ from .topology import Topology, for_chips
 __all__ = ["Strategy", "TrainingEstimate", "StepCollective", "MemoryPerChip", "estimate", "default_efficiency",
            "critical_batch_per_chip", "rule_of_thumb_batch_per_chip", "max_tp_degree", "check_fits_model",
            "fit_efficiency", "refit_default_efficiency", "price_per_chip_hour", "link_bytes_per_s",
-           "pipeline_bubble_fraction", "min_expert_width", "min_context_chunk"]
+           "pipeline_bubble_fraction", "min_expert_width", "min_context_chunk", "fit_runs", "tp_overlap_slowdown"]
 
 
 def default_efficiency(chip: "str | Chip") -> float:
     """Achieved matmul efficiency for a chip family ('tpu' or 'gpu'), fitted in chapter 6.
 
-    Stored in `data/training_efficiency.json` with the run it was fitted on; regenerate with
-    `fit_efficiency` (a test checks the stored value still reproduces that run).
+    Stored in `data/training_efficiency.json` with the runs it was fitted on (`fitted_on`);
+    regenerate with `tools/fit_efficiency.py` (a test checks the stored value still reproduces
+    its fit).
     """
     fam = "tpu" if _chip(chip).is_tpu else "gpu"
     return float(load("training_efficiency")[fam]["efficiency"])
@@ -328,7 +330,20 @@ def setting(model: Transformer, *, topology: Topology, strategy: Strategy, batch
         seq_len=seq_len, peak_flops_per_s=c.peak_flops_per_s(c.compute_dtype(s.matmul_dtype)), efficiency=eff,
         param_bytes=b(s.param_dtype), grad_bytes=b(s.grad_dtype),
         optimizer_bytes_per_param=2 * b(s.optimizer_dtype) + master, activation_bytes=b(s.activation_dtype),
-        flash_attention=s.flash_attention, activation_dtype=s.activation_dtype)
+        flash_attention=s.flash_attention, activation_dtype=s.activation_dtype,
+        tp_overlap_slowdown=tp_overlap_slowdown())
+
+
+def tp_overlap_slowdown() -> float:
+    """Seconds of matmul time lost per second of TP traffic hidden behind the matmuls (`tp_overlap`).
+
+    While a collective matmul communicates, part of the chip (SMs driving NCCL kernels, or the
+    DMA and vector work of XLA's decomposed collective) is not computing. The value is Calculon's
+    `processor_usage` of the NVLink network in its A100 and H100 system files (Isaev et al. 2023);
+    the package applies it to TPU ICI as well, having no TPU measurement. Stored with its source in
+    `data/training_efficiency.json`.
+    """
+    return float(load("training_efficiency")["tp_overlap"]["compute_slowdown"])
 
 
 def arrays(strategies: "list[Strategy]", micro: "list[int]") -> dict[str, np.ndarray]:
@@ -487,10 +502,14 @@ def critical_batch_per_chip(model: Transformer, *, strategy: Strategy, seq_len: 
     """Tokens per chip per step above which the FSDP and DP traffic hides behind compute.
 
     FSDP and DP move the weights whatever the batch, while compute grows with it, so each has a
-    batch B* where its time equals the compute that hides it (all of a microbatch for FSDP, its
-    backward pass for DP). This returns the largest B* of the two, in tokens per chip, for one
-    microbatch per step; `estimate` has no exposed FSDP or DP time at and above it. Returns 0 when
-    the strategy has no FSDP or DP traffic.
+    batch B* where its traffic fits the compute that hides it (`step.evaluate`): FSDP's gather of
+    each layer within a layer's forward compute, and a gather plus a reduce-scatter within a
+    layer's backward compute; DP's AllReduce within the last microbatch's backward pass, together
+    with the FSDP traffic of that pass when both use the same network. This returns the largest
+    B*, in tokens per chip, for one microbatch per step; at and above it `estimate` has no exposed
+    DP time and exposes of FSDP only the first gather of each microbatch (layer 0 and the
+    embedding tables), which nothing precedes. Returns 0 when the strategy has no FSDP or DP
+    traffic.
     """
     model = _as_model(model)
     _instance('strategy', strategy, Strategy)
@@ -501,8 +520,18 @@ def critical_batch_per_chip(model: Transformer, *, strategy: Strategy, seq_len: 
     per_chip = base.batch_tokens / base.chips
     compute = base.compute_seconds / per_chip  # per token per chip; comm does not depend on the batch
     bwd = compute * _backward_share(base)
-    needs = [base.comm_seconds["fsdp"] / compute if base.comm_seconds["fsdp"] else 0.0,
-             base.comm_seconds["dp"] / bwd if base.comm_seconds["dp"] else 0.0]
+    fwd = compute - bwd
+    layer = [c for c in base.collectives if c.parallelism == "fsdp" and c.per_layer]
+    gathers = sum(c.total_seconds for c in layer if c.kind == "all-gather") / 2  # forward's share
+    scatters = sum(c.total_seconds for c in layer if c.kind == "reduce-scatter")
+    shared = 0.0
+    if base.comm_seconds["dp"] and layer:
+        pl = base.placement
+        same = step._network(step.stack([step.describe(pl, "grad")]))[0] == \
+            step._network(step.stack([step.describe(pl, "fsdp")]))[0]
+        shared = (gathers + scatters) if same else 0.0
+    needs = [gathers / fwd, (gathers + scatters) / bwd,
+             (base.comm_seconds["dp"] + shared) / bwd if base.comm_seconds["dp"] else 0.0]
     return max(needs)
 
 
@@ -565,13 +594,16 @@ def min_expert_width(chip: "str | Chip", *, link: str, activation_dtype: str = "
 def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, activation_dtype: str = "bf16") -> float:
     """Tokens per context-parallel chunk above which ring attention hides its key/value traffic.
 
-    A chunk of T/c tokens sends (T/c) 2 K H b bytes per ring step and computes 4 (T/c)^2 N H FLOPs
-    against it, so T/c >= (b / 2) (K / N) C / W (Chapter 5).
+    A chunk of T/c tokens sends (T/c) 2 K H b bytes per ring step. Against it the chip computes
+    its queries' attention to one key/value chunk: 4 (T/c)^2 N H FLOPs for a full block, but with
+    a causal mask and load-balanced chunks (each chip holds an early and a late piece of the
+    sequence, so every ring step does the same work) half of that on average, 2 (T/c)^2 N H. The
+    traffic hides when T/c >= b (K / N) C / W (Chapter 5): the per-step rule `step.evaluate` uses.
     """
     model = _as_model(model)
     c = _chip(chip)
     b = units.dtype_bytes(activation_dtype)
-    return b / 2 * model.kv_heads / model.heads * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
+    return b * model.kv_heads / model.heads * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
 
 
 def link_bytes_per_s(chip: "str | Chip", link: str) -> float:
@@ -604,7 +636,9 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
     Per layer and token, TP moves 4 AllReduces of D activations (each 2 D b / W in the large-N
     limit) = 8 D b / W seconds, while each chip computes 6 P_layer / (tp x peak); compute covers
     the traffic while tp <= 6 P_layer W / (8 D b peak). For a standard layer (P_layer = 12 D^2)
-    that is about 9 D W / (b peak): the wider the model, the more TP it can take. `link` defaults
+    that is about 9 D W / (b peak): the wider the model, the more TP it can take. At the bound TP
+    time equals compute: on the critical path (the default) that doubles the step, and with
+    `tp_overlap` the traffic hides at the cost of `tp_overlap_slowdown` of it (Chapter 5). `link` defaults
     to the chip's fast link (ICI or NVLink); 'infiniband' or 'dcn' price a group with one chip per
     node or slice (a group of whole nodes runs hierarchically and fares better, as `estimate` shows).
     """
@@ -623,26 +657,56 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
 
 # --- calibration -------------------------------------------------------------------------------
 
-def refit_default_efficiency(family: str) -> float:
-    """Fit the default efficiency of a chip family ('tpu' or 'gpu') again on its anchor run.
+def fit_runs(family: str) -> list:
+    """The published runs the default efficiency of `family` ('tpu' or 'gpu') is fitted on.
 
-    The anchor run and the figure fitted are named in `data/training_efficiency.json` (the measured
-    tokens/s per chip of PaLM 540B for TPUs and of Megatron-LM 1T for GPUs); the run itself comes
-    from `scalebook.runs`. `tools/fit_efficiency.py` writes the result back to the data file.
+    Every run of that chip family whose `role` is 'fit' (`scalebook.runs`); where no run carries a
+    role yet, the family's anchor run named in `data/training_efficiency.json`.
     """
     _text('family', family)
     from . import runs
     entry = load("training_efficiency").get(family)
-    if entry is None:
+    if family not in ("tpu", "gpu") or entry is None:
         raise Error(f"unknown chip family {family!r}; valid: tpu, gpu")
-    run = runs.published_run(entry["run"])
+    fits = [r for r in runs.published_runs() if getattr(r, "role", None) == "fit"
+            and ("tpu" if _chip(r.chip).is_tpu else "gpu") == family and r.reported_tokens_per_s_per_chip()]
+    return fits or [runs.published_run(entry["run"])]
+
+
+def _run_estimate(run, efficiency: float) -> "TrainingEstimate":
     kw = run.estimate_kwargs()
     strategy = Strategy(**kw.pop("strategy_kwargs"))
-    if entry["metric"] == "tokens_per_s_per_chip":
-        target = run.reported_tokens_per_s_per_chip()
-    else:
-        target = getattr(run, f"reported_{entry['metric']}")
-    return fit_efficiency(run.model_config(), target=target, metric=entry["metric"], strategy=strategy, **kw)
+    return estimate(run.model_config(), strategy=strategy, efficiency=efficiency, **kw)
+
+
+def refit_default_efficiency(family: str) -> float:
+    """Fit the default efficiency of a chip family ('tpu' or 'gpu') again on its fit runs.
+
+    The efficiency minimises the median over `fit_runs(family)` of |log(predicted / reported)|
+    tokens/s per chip. The median is flat between the runs' own efficiencies (the value at which
+    each run alone is reproduced), so the search tries those and a grid between them. With one
+    run it is that run's efficiency (bisection, `fit_efficiency`). `tools/fit_efficiency.py`
+    writes the result, and the runs it came from, to the data file.
+    """
+    runs_ = fit_runs(family)
+    own = []
+    for run in runs_:
+        kw = run.estimate_kwargs()
+        strategy = Strategy(**kw.pop("strategy_kwargs"))
+        try:
+            own.append(fit_efficiency(run.model_config(), target=run.reported_tokens_per_s_per_chip(),
+                                      metric="tokens_per_s_per_chip", strategy=strategy, **kw))
+        except Error:  # too fast for this model even at 100% of peak
+            own.append(1.0)
+    if len(own) == 1:
+        return own[0]
+    lo, hi = min(own), max(own)
+    trials = sorted(set(own) | {lo + (hi - lo) * i / 40 for i in range(41)})
+
+    def cost(eff: float) -> float:
+        return float(np.median([abs(math.log(_run_estimate(r, eff).tokens_per_s_per_chip
+                                             / r.reported_tokens_per_s_per_chip())) for r in runs_]))
+    return min(trials, key=cost)
 
 
 def fit_efficiency(model: Transformer, *, target: float, metric: str = "mfu", **estimate_kwargs) -> float:

@@ -64,17 +64,23 @@ def test_6_2_boundary_is_clear():
 
 
 # 6.4 and 6.6: FSDP512 x CP8 is compute-bound: per token per chip, 3F / (peak x eff) of matmuls plus the
-# memory-bound passes (the optimizer update, ~0.1% of the step, is dropped).
+# memory-bound passes (the optimizer update, ~0.1% of the step, is dropped), plus the step's first FSDP
+# gather, which nothing precedes: layer 0 and the top-level weights (embeddings, final norm) in bf16,
+# (511/512) of them over the 512-chip group, which spans the Y and Z rings (180 GB/s both ways each) and a
+# 2-chip segment of X without wraparound (90 GB/s one way): 450 GB/s.
 SEC_PER_TOKEN_TPU = 3 * FWD70 / (PEAK["tpu-v5p"] * EFF_TPU) \
     + memory_bound_seconds_per_token(L70, D70, N70, K70, H70, F70, HBM_BW["tpu-v5p"])
-
-# 6.7: FSDP over 512 nodes on InfiniBand, each GPU moving 1/8 of the weights (TP8 in the node) at 50 GB/s:
-# each layer's weights gathered twice (forward, backward) and its gradients scattered once; the top-level
-# weights (embeddings, final norm) gathered once for both passes and scattered once; x 2 bytes / 8 x
-# (511/512) / 50e9 per step, against compute per token per chip (with sequence parallelism every
-# elementwise pass is split over the 8 TP chips, so per chip-token it is whole).
 P70_TOP = 2 * V * D70 + D70
-T_FSDP = (3 * (P70 - P70_TOP) + 2 * P70_TOP) * 2 / 8 * (511 / 512) / 50e9
+FIRST_GATHER_V5P = ((P70 - P70_TOP) / L70 + P70_TOP) * 2 * (511 / 512) / 450e9
+STEP_6_4 = SEC_PER_TOKEN_TPU * 2**22 / 4096 + FIRST_GATHER_V5P
+
+# 6.7: FSDP over 512 nodes on InfiniBand, each GPU moving 1/8 of the weights (TP8 in the node) at 50 GB/s.
+# Layer by layer: each layer's gather must fit in its forward compute (1/3 of the compute) and a gather plus
+# a reduce-scatter in its backward compute (2/3): the same condition, 3 x the layer weights x 2 bytes / 8 x
+# (511/512) / 50e9 per step against compute per token per chip (with sequence parallelism every
+# elementwise pass is split over the 8 TP chips, so per chip-token it is whole). The top-level weights'
+# first gather is exposed whatever the batch and does not enter the threshold.
+T_FSDP = 3 * (P70 - P70_TOP) * 2 / 8 * (511 / 512) / 50e9
 SEC_PER_TOKEN_H100 = 3 * FWD70 / (PEAK["h100"] * EFF_GPU) \
     + memory_bound_seconds_per_token(L70, D70, N70, K70, H70, F70, HBM_BW["h100"])
 
@@ -92,9 +98,9 @@ HAND = {
     "6.2": 16,
     # largest power of two below 6 P_layer W / (8 D b peak), W = 180 GB/s bidirectional ICI
     "6.3": 2 ** math.floor(math.log2(6 * layer_params(D70, N70, K70, H70, F70) * 180e9 / (8 * D70 * 2 * PEAK["tpu-v5p"]))),
-    "6.4": SEC_PER_TOKEN_TPU * 2**22 / 4096,
+    "6.4": STEP_6_4,
     "6.5": 8192,
-    "6.6": SEC_PER_TOKEN_TPU * 15e12 / 3600 * PRICE["tpu-v5p"],
+    "6.6": STEP_6_4 * 4096 / 2**22 * 15e12 / 3600 * PRICE["tpu-v5p"],
     "6.7": T_FSDP / SEC_PER_TOKEN_H100,
     "6.8": 4,
     "6.9": 100 * 3 * MTNLG_FWD * 1920 * 2048 / (60.1 * 2240 * PEAK["a100"]),

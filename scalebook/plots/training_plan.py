@@ -257,7 +257,8 @@ def mfu_vs_batch(sweep: "Mapping | None" = None, *, ax=None, **sweep_kwargs):
 # --- predicted against reported ----------------------------------------------------------------
 
 def _anchors() -> dict[str, str]:
-    return {entry["run"]: fam for fam, entry in load("training_efficiency").items()}
+    from ..training import fit_runs
+    return {r.id: fam for fam in ("tpu", "gpu") for r in fit_runs(fam)}
 
 
 def run_predictions(assume: "Mapping[str, Mapping[str, object]] | None" = None,

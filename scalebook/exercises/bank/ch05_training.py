@@ -159,13 +159,14 @@ def max_chips(model, chip, tp, batch_tokens, seq_len):
          slips={2.0: "FSDP regathers the weights for every microbatch: each microbatch needs about C / (3 W) "
                      "tokens per chip on a full 3D torus"})
 def accumulation_steps(model, chip, n_chips, seq_len, seqs_per_chip):
-    m = preset(model)
+    # FSDP hides each layer's gathers while every microbatch holds the critical batch per chip
+    # (only each microbatch's first gather, which nothing precedes, stays exposed)
+    need = training.critical_batch_per_chip(preset(model), strategy=Strategy(fsdp=n_chips), seq_len=seq_len,
+                                            chip=chip, chips=n_chips, efficiency=1.0)
     best = 1
     for mb in _powers_of_two_down(seqs_per_chip):
-        e = training.estimate(m, strategy=Strategy(fsdp=n_chips, microbatch=mb), seq_len=seq_len,
-                              batch_seqs=n_chips * seqs_per_chip, chip=chip, chips=n_chips, efficiency=1.0)
-        if e.exposed_seconds["fsdp"] == 0:
-            best = e.microbatches
+        if mb * seq_len >= need:
+            best = seqs_per_chip // mb
     return best
 
 

@@ -1,0 +1,139 @@
+"""How long one matmul takes on one chip, from its shape (Chapter 5; issue 18, item 5).
+
+A matmul of an (M x K) by a (K x N) matrix, per chip after sharding, in `b`-byte elements:
+
+    t = max(2 M N K / (peak x eff_kernel x q),  b (M K + K N + M N) / HBM bandwidth)
+
+The first term is the arithmetic, the second the bytes the matmul must at least read and write
+(a small or skinny matmul is memory-bound). `q` <= 1 is what quantisation wastes:
+
+- tile quantisation: the matrix units work on whole tiles, so M and N are rounded up to the tile
+  (tm x tn) and K to tk;
+- wave quantisation: the output tiles are dealt to `units` engines that work in waves, and the
+  last wave is partly idle: ceil(tiles / units) waves of `units` tiles are paid for.
+
+    q = 2 M N K / (2 x ceil(tiles / units) x units x tm x tn x ceil(K / tk) x tk)
+
+The tiles and engines, per chip kind (figures from `hardware.microarchitecture`):
+
+- TPU: tm = tn = tk = the MXU side (128 on v4, v5e and v5p; 256 on v6e), and the engines are the
+  chip's TensorCores (2 with megacore on v4 and v5p, 1 on v5e and v6e). Where the MXU size is not
+  published (TPU 7x), no quantisation is charged.
+- GPU: a thread-block tile of 256 x 128 output elements, one of the tile shapes cuBLASLt offers
+  for large GEMMs (NVIDIA, cuBLASLt `MatmulTile`), taken as the one large bf16 matmuls use; a side
+  shorter than the tile gets a smaller tile (the next power of two, at least 16), as the library
+  picks smaller tiles for small matrices; K is not rounded (the kernel loops over K, and a short
+  last slice costs in proportion); the engines are the streaming multiprocessors (108 on A100,
+  132 on H100). The tile choice is an assumption of the model, not a measurement.
+
+`eff_kernel` is the one remaining constant per chip family, fitted on published runs
+(`training.default_efficiency`): what a kernel achieves on whole waves of whole tiles.
+
+Status: the training step model (`scalebook.step`) does not use this module yet; it still
+charges every matmul the one fitted efficiency per chip family. Wiring it in needs
+`training.critical_batch_per_chip` to handle a compute time that is no longer linear in the batch.
+Everything is vectorised over numpy arrays of M, K and N (the planner prices thousands of
+strategies at once).
+
+Status: `scalebook.step` does not use this module yet; it still prices matmuls at one fitted
+efficiency per chip family. Summing each layer's matmuls (QKV, attention scores and values, output
+projection, MLP, logits, and for the backward pass the activation- and weight-gradient matmuls)
+through `matmul_seconds` and refitting lowered the median error on the 17 published runs with a
+throughput from 17.0% to 15.6%, but the chapter 5 thresholds (`training.critical_batch_per_chip`)
+assume compute linear in the batch, which wave quantisation breaks; that is the next step.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import Error
+from .hardware import Chip, chip as _chip, microarchitecture
+
+__all__ = ["Tiling", "tiling", "quantisation", "matmul_seconds"]
+
+#: Output tile of one GPU thread block (cuBLASLt tile shape 256 x 128), in elements.
+GPU_TILE = (256, 128)
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """How a chip cuts a matmul: an output tile of `tile_m` x `tile_n`, K in steps of `tile_k`,
+    tiles dealt to `units` engines in waves. `units` = 0 means no quantisation is charged."""
+
+    chip: str
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    units: int
+    #: GPU kernels pick a smaller tile for a matrix side shorter than the tile (down to 16).
+    shrinks: bool = False
+
+
+def tiling(chip: "str | Chip") -> Tiling:
+    """The tile and engine count of `chip` (module docstring)."""
+    return _tiling(_chip(chip).name)
+
+
+@functools.lru_cache(maxsize=None)
+def _tiling(name: str) -> Tiling:
+    c = _chip(name)
+    micro = microarchitecture(c)
+    if c.is_tpu:
+        side = micro.mxu_side
+        if not side or not micro.cores_per_chip:
+            return Tiling(chip=c.name, tile_m=1, tile_n=1, tile_k=1, units=0)
+        return Tiling(chip=c.name, tile_m=side, tile_n=side, tile_k=side, units=int(micro.cores_per_chip))
+    if not micro.cores_per_chip:
+        return Tiling(chip=c.name, tile_m=1, tile_n=1, tile_k=1, units=0)
+    return Tiling(chip=c.name, tile_m=GPU_TILE[0], tile_n=GPU_TILE[1], tile_k=1, units=int(micro.cores_per_chip),
+                  shrinks=True)
+
+
+def _dims(m, k, n):
+    m, k, n = (np.asarray(x, dtype=float) for x in (m, k, n))
+    if np.any(m <= 0) or np.any(k <= 0) or np.any(n <= 0) or not (np.all(np.isfinite(m)) and np.all(np.isfinite(k))
+                                                                and np.all(np.isfinite(n))):
+        raise Error("matmul dimensions m, k and n must be positive and finite")
+    return m, k, n
+
+
+def quantisation(chip: "str | Chip", m, k, n, *, batch=1) -> np.ndarray:
+    """q: the useful share of the tile-and-wave work of `batch` (m x k) @ (k x n) matmuls launched
+    together, as a batched matmul over attention heads is (module docstring)."""
+    m, k, n = _dims(m, k, n)
+    batch = np.asarray(batch, dtype=float)
+    t = tiling(chip)
+    if not t.units:
+        return np.ones(np.broadcast(m, k, n).shape)
+    # the matmul's larger output side goes along the tile's longer side
+    big, small = np.maximum(m, n), np.minimum(m, n)
+    tm, tn = float(t.tile_m), float(t.tile_n)
+    if t.shrinks:  # the next power of two that holds the side, at least 16, at most the tile
+        tm = np.minimum(tm, np.maximum(16.0, 2.0 ** np.ceil(np.log2(big))))
+        tn = np.minimum(tn, np.maximum(16.0, 2.0 ** np.ceil(np.log2(small))))
+    tiles = batch * np.ceil(big / tm) * np.ceil(small / tn)
+    waves = np.ceil(tiles / t.units)
+    k_pad = np.ceil(k / t.tile_k) * t.tile_k
+    return (batch * m * n * k) / (waves * t.units * tm * tn * k_pad)
+
+
+def matmul_seconds(chip: "str | Chip", m, k, n, *, eff_kernel: float, dtype_bytes: float = 2.0,
+                   peak_flops_per_s: float | None = None, batch=1) -> np.ndarray:
+    """Seconds of `batch` (m x k) @ (k x n) matmuls launched together on one chip: the larger of their
+    quantised arithmetic and their HBM traffic (module docstring). `peak_flops_per_s` defaults to
+    the chip's bf16 peak; `dtype_bytes` = 0 prices the arithmetic alone (operands that stay on chip,
+    as in a fused attention kernel)."""
+    c = _chip(chip)
+    if not 0 < eff_kernel <= 1:
+        raise Error(f"eff_kernel is a fraction of peak in (0, 1], got {eff_kernel!r}")
+    if not dtype_bytes >= 0:
+        raise Error(f"dtype_bytes must be at least 0 (0: operands never leave on-chip memory), got {dtype_bytes!r}")
+    m, k, n = _dims(m, k, n)
+    peak = c.peak_flops_per_s("bf16") if peak_flops_per_s is None else peak_flops_per_s
+    batch = np.asarray(batch, dtype=float)
+    compute = 2 * batch * m * n * k / (peak * eff_kernel * quantisation(c, m, k, n, batch=batch))
+    memory = dtype_bytes * batch * (m * k + k * n + m * n) / c.hbm_bytes_per_s
+    return np.maximum(compute, memory)
