@@ -370,6 +370,16 @@ def test_default_efficiency_is_the_refit_on_the_fit_runs_only(family):
     assert training.refit_default_efficiency(family) == pytest.approx(training.default_efficiency(chip), abs=1e-3)
 
 
+def test_validation_report_reads_the_fit_runs_the_defaults_were_fitted_on():
+    # training_efficiency.json lists the fit runs under `fitted_on`; its older `run` field names a run that is
+    # 'validation' now and must not be taken for an anchor, nor H100 runs for unfitted (the GPU fit has some).
+    from scalebook import published
+
+    assert published.anchored_validation_runs() == ()
+    h100_run = next(r for r in runs.published_runs() if r.chip == "h100" and r.role == "validation")
+    assert not any("fitted on" in s for s in published.simplifications(h100_run))
+
+
 def test_every_published_run_can_be_estimated():
     for run in runs.published_runs():
         kw = run.estimate_kwargs()
