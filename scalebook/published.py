@@ -193,7 +193,10 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
 
 
 def _anchor_ids() -> dict[str, tuple[str, ...]]:
-    """Each efficiency family of data/training_efficiency.json and the run ids it was fitted on (read defensively)."""
+    """Each efficiency family of data/training_efficiency.json and the run ids it was fitted on (read defensively).
+
+    `fitted_on` (the list `tools/fit_efficiency.py` writes) wins over the older `runs` / `run` fields.
+    """
     from ._data import load
 
     try:
@@ -203,7 +206,7 @@ def _anchor_ids() -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
     for family, entry in table.items() if isinstance(table, dict) else ():
         if isinstance(entry, dict):
-            ids = entry.get("runs", [entry.get("run")])
+            ids = entry.get("fitted_on") or entry.get("runs") or [entry.get("run")]
             out[family] = tuple(i for i in ids if isinstance(i, str)) if isinstance(ids, list) else ()
     return out
 

@@ -12,6 +12,25 @@ V5P_ICI = 180e9  # per axis, both directions, where the ring wraps around
 V5P_DCN = 6.25e9  # per chip: 25 GB/s per host of 4 chips
 V5E_BF16 = 197e12
 V5E_ICI = 90e9  # per axis, both directions (16-long axes wrap)
+# NCCL's cost model (NVIDIA/nccl src/graph/tuning.cc, as cited in the package's network data): the usable
+# share of an H100's NVLink (SM90_NVLINK_BW 20.6 GB/s of NVLink 4's 25 GB/s per link), and per protocol the
+# latency of one step and the share of that bandwidth it reaches (LL, LL128, Simple); InfiniBand at line rate.
+H100_NVLINK_SHARE = 20.6 / 25
+NVLINK_PROTOCOLS = {"LL": (0.6e-6, 0.5), "LL128": (1.9e-6, 0.92), "Simple": (3.4e-6, 1.0)}
+IB_PROTOCOLS = {"LL": (2.7e-6, 0.5), "LL128": (4.0e-6, 0.92), "Simple": (14e-6, 1.0)}
+
+
+def nccl_seconds(steps, bytes_per_gpu, bandwidth, protocols):
+    """Additive time of one collective as NCCL's tuner prices it: the fastest protocol's
+    steps x step latency + bytes each GPU sends / (bandwidth x the protocol's share)."""
+    return min(steps * lat + bytes_per_gpu / (bandwidth * share) for lat, share in protocols.values())
+
+
+# 5.8 and 5.9: each GPU holds 8192 tokens and sends each to k = 2 experts, D = 4096 in bf16; 7/8 leaves it.
+EP_BYTES = 8192 * 2 * 4096 * 2 * 7 / 8
+# 5.13: per layer four AllReduce-equivalents (two forward, two backward), each an AllGather plus a
+# ReduceScatter with sequence parallelism (N - 1 = 7 steps each), of V = 8192 tokens x 8192 x 2 bytes.
+TP_EACH = nccl_seconds(7, 8192 * 8192 * 2 * 7 / 8, H100_NVLINK * H100_NVLINK_SHARE, NVLINK_PROTOCOLS)
 
 # LLaMA-3 70B (Meta model card): L=80, D=8192, N=64, K=8, H=128, F=28672, V=128256.
 LLAMA3_70B_PARAMS = 80 * (2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192) \
@@ -41,10 +60,10 @@ HAND = {
     "5.6": 4,
     # 5.7: 1.75 / (m + 1.75) <= 0.1 needs m >= 15.75: m = 16 microbatches of 16 sequences.
     "5.7": 16,
-    # 5.8: each GPU sends 8192 tokens x k=2 x D=4096 x 2 bytes; 7/8 of it leaves; 450 GB/s. In ms.
-    "5.8": 8192 * 2 * 4096 * 2 * 7 / 8 / H100_NVLINK * 1e3,
-    # 5.9: the same bytes per GPU over its 50 GB/s InfiniBand share. In ms.
-    "5.9": 8192 * 2 * 4096 * 2 * 7 / 8 / H100_IB * 1e3,
+    # 5.8: one AllToAll step over NVLink (NCCL's usable share of 450 GB/s). In ms.
+    "5.8": nccl_seconds(1, EP_BYTES, H100_NVLINK * H100_NVLINK_SHARE, NVLINK_PROTOCOLS) * 1e3,
+    # 5.9: the same bytes per GPU over its 50 GB/s InfiniBand share, one step at InfiniBand's latency. In ms.
+    "5.9": nccl_seconds(1, EP_BYTES, H100_IB, IB_PROTOCOLS) * 1e3,
     # 5.10: per node 3 x 2P bytes over 400 GB/s against 8 x 6 P b / C: b >= C / (8 x 50 GB/s) per GPU,
     # above the NVLink bound C / 450 GB/s.
     "5.10": max(H100_BF16 / (8 * H100_IB), H100_BF16 / H100_NVLINK),
@@ -54,9 +73,8 @@ HAND = {
     # 5.12: 16 sequences of 512 tokens per chip; C / (3 W) = 850 tokens per microbatch per chip:
     # 8 microbatches of 1024 tokens pass, 16 of 512 do not.
     "5.12": 8,
-    # 5.13: 4 AllReduce-equivalents per layer x 80 layers, each 2 V (N-1) / (N W) with
-    # V = 8192 tokens x 8192 x 2 bytes, N = 8. In ms.
-    "5.13": 4 * 80 * 2 * (8192 * 8192 * 2) * 7 / 8 / H100_NVLINK * 1e3,
+    # 5.13: 80 layers x 4 AllReduce-equivalents x (an AllGather + a ReduceScatter). In ms.
+    "5.13": 80 * 4 * 2 * TP_EACH * 1e3,
     # 5.14: 16 bytes/param over 8 GPUs is 141 GB > 80 GB; over 16 it is 70.6 GB, and with full remat
     # and small microbatches the rest fits.
     "5.14": 16,
@@ -70,6 +88,14 @@ def test_hand_numbers_behind_the_integer_answers():
     assert 1.75 / (16 + 1.75) <= 0.1 < 1.75 / (8 + 1.75)
     assert 512 < V5P_BF16 / (3 * V5P_ICI) < 1024
     assert 2 ** 21 / (V5P_BF16 / (8 * V5P_ICI)) >= 4096 and 4096 // 4 > 512
+
+
+def test_collective_keys_pick_the_protocol_nccl_would():
+    # Large arrays: Simple wins on both networks (all of the bandwidth, the longest step).
+    big = 8192 * 2 * 4096 * 2 * 7 / 8
+    assert nccl_seconds(1, big, H100_IB, IB_PROTOCOLS) == pytest.approx(14e-6 + big / H100_IB)
+    # The additive time lies above the bandwidth-only time of the old convention, by the latency.
+    assert HAND["5.13"] > 80 * 4 * 2 * (8192 * 8192 * 2) * 7 / 8 / H100_NVLINK * 1e3
 
 
 def test_every_chapter_5_problem_has_a_hand_derivation():

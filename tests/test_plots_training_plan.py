@@ -6,6 +6,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
+import scalebook  # noqa: E402
 from scalebook import Error, plots, runs, training  # noqa: E402
 from scalebook.training import Strategy  # noqa: E402
 
@@ -84,10 +85,9 @@ def test_run_predictions_cover_every_run_and_apply_assumptions():
     assert by["palm-540b-tpuv4"]["basis"] == "tokens/s" and by["mt-nlg-530b-a100-2240"]["basis"] == "step time"
     assert by["megatron-1t-a100"]["basis"] == "TFLOP/s, Megatron count"
     assert by["llama3-405b-h100-16k"]["basis"] == "MFU"
-    anchors = {r["id"]: r for r in rows if r["anchor"]}
-    assert set(anchors) == {"palm-540b-tpuv4", "megatron-1t-a100"}
-    for r in anchors.values():  # the defaults are fitted on these runs' throughput, so they reproduce it
-        assert abs(r["error"]) < 1e-3
+    # the runs the defaults are fitted on are exactly those marked 'fit', each tagged with its chip family
+    fit = {r.id: ("tpu" if scalebook.chip(r.chip).is_tpu else "gpu") for r in runs.published_runs() if r.role == "fit"}
+    assert {r["id"]: r["anchor"] for r in rows if r["anchor"]} == fit
     rid = "llama3-405b-h100-16k"
     base = by[rid]
     more = plots.run_predictions(assume={rid: {"virtual_stages": 4}}, ids=[rid])[0]
@@ -136,4 +136,12 @@ def test_run_predictions_take_an_efficiency_per_chip_family():
     slower = plots.run_predictions(ids=[rid], efficiency={"gpu": 0.5})[0]
     assert slower["predicted"] < base["predicted"]
     palm = plots.run_predictions(ids=["palm-540b-tpuv4"], efficiency={"gpu": 0.5})[0]
-    assert abs(palm["error"]) < 0.01  # a TPU run ignores the GPU efficiency
+    assert palm["predicted"] == plots.run_predictions(ids=["palm-540b-tpuv4"])[0]["predicted"]  # TPU ignores it
+
+
+def test_every_source_of_the_runs_table_has_its_own_marker():
+    from scalebook.plots.training_plan import _SOURCE_MARKERS
+
+    assert {r.source for r in runs.published_runs()} <= set(_SOURCE_MARKERS)
+    markers = [m for m, _ in _SOURCE_MARKERS.values()]
+    assert len(set(markers)) == len(markers) and "*" not in markers  # the star marks the fit runs

@@ -107,10 +107,12 @@ def test_zero3_at_one_sequence_per_gpu_names_the_small_batch():
 
 
 def test_report_names_validation_runs_the_constants_were_fitted_on(report):
-    """data/training_efficiency.json names each family's anchor run; an anchor marked validation is listed."""
+    """data/training_efficiency.json names the runs each family was fitted on (`fitted_on`, else its anchor
+    `run`); any of them marked validation is listed."""
     from scalebook._data import load
 
-    anchors = {e["run"] for e in load("training_efficiency").values() if isinstance(e, dict) and "run" in e}
+    anchors = {i for e in load("training_efficiency").values() if isinstance(e, dict) and ("fitted_on" in e or "run" in e)
+               for i in (e.get("fitted_on") or [e["run"]])}
     expected = sorted(a for a in anchors if a in runs.run_ids() and runs.published_run(a).role == "validation")
     assert list(report.anchored) == expected
     if expected:

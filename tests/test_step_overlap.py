@@ -178,8 +178,13 @@ def test_fit_runs_are_the_family_runs_marked_fit(monkeypatch):
     assert [r.id for r in training.fit_runs("tpu")] == ["palm-540b-tpuv4"]
 
 
-def test_without_roles_the_fit_falls_back_to_the_anchor_run():
+def test_without_roles_the_fit_falls_back_to_the_anchor_run(monkeypatch):
+    from scalebook import runs
+
+    unmarked = tuple(_Marked(r, None) for r in runs.published_runs())
+    monkeypatch.setattr(runs, "published_runs", lambda: unmarked)
     assert [r.id for r in training.fit_runs("gpu")] == ["megatron-1t-a100"]
+    assert [r.id for r in training.fit_runs("tpu")] == ["palm-540b-tpuv4"]
 
 
 def test_refit_minimises_the_median_absolute_log_error_over_the_fit_runs(monkeypatch):

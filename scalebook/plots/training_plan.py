@@ -36,7 +36,14 @@ _PART_COLORS = {
 _FAMILY_COLORS = ["#c6dbef", "#fdd0a2", "#c7e9c0", "#dadaeb", "#fcbba1", "#d9d9d9", "#fde0ef", "#e5f5e0"]
 _SOURCE_MARKERS = {"chowdhery2022palm": ("s", "PaLM (TPU v4)"), "narayanan2021megatron": ("o", "Megatron-LM (A100)"),
                    "smith2022mtnlg": ("^", "MT-NLG (A100)"), "bigscience2022bloom": ("D", "BLOOM (A100)"),
-                   "llama3herd2024": ("v", "Llama 3 405B (H100)")}
+                   "llama3herd2024": ("v", "Llama 3 (H100)"),
+                   "korthikanti2022activation": ("<", "Megatron-LM, sequence parallel (A100)"),
+                   "maxtext2023configs": ("P", "MaxText (TPU v5e, v5p)"),
+                   "torchtitan2024performance": (">", "TorchTitan (A100)"),
+                   "mosaicml2024llmfoundry": ("X", "MosaicML LLM Foundry (A100, H100)"),
+                   "nvidia2025megatronbridge": ("h", "Megatron Bridge (H100, B200)"),
+                   "nvidia2024dgxcnemotron": ("p", "Nemotron-4 on DGX Cloud (H100)"),
+                   "jiang2024megascale": ("d", "MegaScale (A100)")}
 
 
 def _model(m: "Transformer | str") -> Transformer:
@@ -356,7 +363,7 @@ def validation_scatter(rows: "Sequence[Mapping] | None" = None, *, label_worst: 
     for r in rows:
         if r["anchor"]:
             ax.scatter(size(r), 100 * r["error"], marker="*", s=260, facecolor="none", edgecolor="#dd8452",
-                       linewidth=1.6, zorder=4, label="fit anchor" if "anchor" not in seen else None)
+                       linewidth=1.6, zorder=4, label="fit run" if "anchor" not in seen else None)
             seen.add("anchor")
     worst = sorted((r for r in rows if not r["anchor"]), key=lambda r: -abs(r["error"]))[:max(0, label_worst)]
     errs = [100 * r["error"] for r in rows]

@@ -134,8 +134,8 @@ def days_405b(model, tokens, chip_count, flops_per_s_per_chip):
 
 @problem("6.11", title="Meta's layout without sequence parallelism", unit="GB", rel_tol=0.05,
          run="llama3-405b-h100-16k", policies=("none", "selective", "full"),
-         hint="activations of 16 microbatches in flight on the first stage, 8 layers each; without sequence "
-              "parallelism the D-wide tensors are whole on every TP chip")
+         hint="the fullest stage is the second: 8 layers with 15 microbatches in flight under 1F1B (the first "
+              "has 7 layers and 16); without sequence parallelism the D-wide tensors are whole on every TP chip")
 def meta_layout_memory(run, policies):
     for pol in policies:
         e = _run_estimate(run, sequence_parallel=False, remat=pol)
