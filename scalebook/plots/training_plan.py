@@ -334,7 +334,7 @@ def validation_scatter(rows: "Sequence[Mapping] | None" = None, *, label_worst: 
     y is predicted / reported - 1 in percent, x the model's published parameter count (log);
     grey bands mark +-10% and +-25%. Markers tell the source; the runs the default efficiencies
     were fitted on are drawn as stars; the `label_worst` held-out runs with the largest errors are
-    named. Rows without a reported throughput (BLOOM) are left out. `rows` is `run_predictions`'
+    numbered beside their points and named in the legend. Rows without a reported throughput (BLOOM) are left out. `rows` is `run_predictions`'
     result.
     """
     if rows is None:
@@ -369,21 +369,19 @@ def validation_scatter(rows: "Sequence[Mapping] | None" = None, *, label_worst: 
     errs = [100 * r["error"] for r in rows]
     top = max(35.0, max(errs) + 12)
     bottom = min(-30.0, min(errs) - 8)
-    mid = (lo * hi) ** 0.5
-    for side in (True, False):  # labels of the small models to their right, of the large ones to their left
-        group = sorted((r for r in worst if (size(r) < mid) == side), key=lambda r: -r["error"])
-        for k, r in enumerate(group):
-            ax.annotate(f"{r['id']} ({100 * r['error']:+.0f}%)", (size(r), 100 * r["error"]),
-                        xytext=(14 if side else -14, 12 - 18 * k), textcoords="offset points", fontsize=9,
-                        ha="left" if side else "right", va="center",
-                        arrowprops=dict(arrowstyle="-", color="#666666", lw=0.6))
+    # The worst runs get a number beside their point and their name in the legend, so no long
+    # label crosses the frame, the title or another label however far off the run is.
+    for k, r in enumerate(sorted(worst, key=lambda r: -abs(r["error"])), start=1):
+        ax.annotate(str(k), (size(r), 100 * r["error"]), xytext=(7, 0), textcoords="offset points",
+                    fontsize=9, fontweight="bold", ha="left", va="center")
+        ax.plot([], [], " ", label=f"{k}: {r['id']} ({100 * r['error']:+.0f}%)")
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(bottom, top)
     ax.set_xlabel("model size (published parameter count)")
-    ax.set_ylabel("predicted / reported tokens/s per chip - 1 (%)")
+    ax.set_ylabel("predicted / reported - 1,\ntokens/s per chip (%)")
     ax.set_title("Step model against published runs: error in training throughput", fontsize=10)
-    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     return fig
