@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Execute MyST notebooks (chapters/*.md, exercises/*.md) and report time and errors.
 
-    python tools/run_notebook.py chapters/01-rooflines.md [more.md ...] [--strict-solutions]
+    python tools/run_notebook.py chapters/01-rooflines.md [more.md ...]
 
 Runs each notebook top to bottom in a fresh kernel, as the book build does, and prints its
 wall time. Exits 1 at the first cell that raises, showing the cell. Used by authors while
