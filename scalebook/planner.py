@@ -173,7 +173,9 @@ def evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, b
         raise Error("no strategy to evaluate")
     st = setting(model, topology=topology, strategy=Strategy(), batch_tokens=batch_tokens, seq_len=seq_len,
                  efficiency=efficiency)
-    per_key: dict[str, list] = {}
+    per_key: dict[str, list[int]] = {}
+    described: dict[tuple, int] = {}  # a group's axes -> its row in `distinct`
+    distinct: list[dict[str, float]] = []
     placeable = np.ones(len(cands.keys), dtype=bool)
     fallback = None
     for i, (tp, cp, fsdp, dp, pp, ep) in enumerate(cands.keys):
@@ -183,8 +185,14 @@ def evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, b
             placeable[i] = False
             pl = fallback = fallback or place(Strategy(dp=topology.num_chips), topology)
         for g in pl.groups:
-            per_key.setdefault(g, []).append(step.describe(pl, g))
-    groups = {g: {k: col[cands.key] for k, col in step.stack(ds).items()} for g, ds in per_key.items()}
+            # many placements share a group's axes: describe each distinct group once
+            axes = (pl.topology.hop_latency_seconds, *(pl.topology.axis(n) for n in pl.groups[g]))
+            if axes not in described:
+                described[axes] = len(described)
+                distinct.append(step.describe(pl, g))
+            per_key.setdefault(g, []).append(described[axes])
+    table = step.stack(distinct)
+    groups = {g: {k: col[np.asarray(ix)[cands.key]] for k, col in table.items()} for g, ix in per_key.items()}
     arr = cands.arrays()
     r = step.evaluate(st, arr, groups)
     # TP overlap where the TP group reaches InfiniBand or DCN changes nothing (`scalebook.step`):
