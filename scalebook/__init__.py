@@ -30,6 +30,7 @@ _LAZY = ("topology", "collectives", "sharding", "models", "transformer", "strate
 _LAZY += ("jax_collectives",)  # chapter 10
 _LAZY += ("memory_levels", "gpu_network")  # chapter 2b
 _LAZY += ("published",)  # chapter 6: validation against published runs
+_LAZY += ("rules_of_thumb",)  # the original book's approximations, beside the exact forms
 
 __all__ = [
     "Error", "Chip", "chip", "chip_names", "chips", "format_quantity", "parse_quantity",
