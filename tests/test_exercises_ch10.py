@@ -36,9 +36,10 @@ _S13 = (8192 / 8) * 8192 * 2 / V5P_ONE_WAY
 HAND = {
     # 10.1: a ReduceScatter ring and an AllGather ring, each N - 1 = 15 permutes (8 right, 7 left).
     "10.1": 2 * 15,
-    # 10.2: both ways on the wrapped 16-ring: 8 steps of V/16 over one link direction, plus 8 hops of
-    # latency (chapter 3's additive form). In us.
-    "10.2": (8 * (128e6 / 16) / V5E_ONE_WAY + 8 * HOP) * 1e6,
+    # 10.2: the fastest ring on the wrapped 16-ring goes both ways and splits the opposite chip's block:
+    # 7 steps of a whole V/16 block each way, then half a block each way, over one link direction each:
+    # 7.5 (V/16) / W_1 = V (N - 1) / (N W), plus 8 hops of latency (chapter 3's additive form). In us.
+    "10.2": (7.5 * (128e6 / 16) / V5E_ONE_WAY + 8 * HOP) * 1e6,
     # 10.3: 8x8 has no wraparound: N - 1 = 7 block-times of bytes either way (both ways, the closing
     # edges share the line's links); both ways takes N/2 = 4 steps instead of 7, each as long as the
     # closing edge's 7 hops: 4 x 7 hops of latency. In ms.
@@ -52,12 +53,14 @@ HAND = {
     # 10.7: 15 rounds of max(send, block), then the last block. In ms.
     "10.7": (15 * max(_S7, _B7) + _B7) * 1e3,
     "10.8": (7 * max(_S8, 2 * _B8) + max(_S8, _B8) + _B8) * 1e3,
-    # 10.9: P params x (4 weights + 4 gradient + 8 Adam) bytes over 8 devices. In kB.
-    "10.9": PARAMS * 16 / 8 / 1e3,
+    # 10.9: between steps a device holds weights and Adam moments only (gradients are temporaries of
+    # the step): P params x (4 weights + 8 Adam) bytes over 8 devices. In kB.
+    "10.9": PARAMS * 12 / 8 / 1e3,
     # 10.10: one layer in fp32, gathered over fsdp, still halved by tp. In MB.
     "10.10": LAYER * 4 / 2 / 1e6,
-    # 10.11: ReduceScatter both ways on the wrapped 8-ring: 4 steps of 1 GB / 8, plus 4 hops. In ms.
-    "10.11": (4 * (1e9 / 8) / V5P_ONE_WAY + 4 * HOP) * 1e3,
+    # 10.11: ReduceScatter both ways on the wrapped 8-ring, the opposite chip's running sum split in two:
+    # 3 whole steps of 1 GB / 8 plus a half step, over one link direction, plus 4 hops. In ms.
+    "10.11": (3.5 * (1e9 / 8) / V5P_ONE_WAY + 4 * HOP) * 1e3,
     # 10.12: 7 running sums of (4096 / 8) x 8192 bf16 values. In MB.
     "10.12": 7 * (4096 / 8) * 8192 * 2 / 1e6,
     # 10.13: sequential / overlapped.
@@ -92,7 +95,8 @@ def test_key_is_correct(pid):
 @pytest.mark.parametrize("pid, wrong, words", [
     ("10.1", 16, "steps"),
     ("10.1", 15, "two rings"),
-    ("10.2", 15 * (128e6 / 16) / V5E_ONE_WAY * 1e6, "one-way"),
+    ("10.2", (15 * (128e6 / 16) / V5E_ONE_WAY + 15 * HOP) * 1e6, "one-way"),
+    ("10.2", (8 * (128e6 / 16) / V5E_ONE_WAY + 8 * HOP) * 1e6, "whole-block"),
     ("10.3", 4 * (128e6 / 8) / V5E_ONE_WAY * 1e3, "no wraparound"),
     ("10.4", 8 * (256e3 / 16) / V5E_ONE_WAY * 1e6, "bandwidth term"),
     ("10.4", 8 * HOP * 1e6, "max approximation"),
@@ -101,11 +105,13 @@ def test_key_is_correct(pid):
     ("10.7", (15 * _S7 + 16 * _B7) * 1e3, "sequential"),
     ("10.7", 16 * _B7 * 1e3, "compute alone"),
     ("10.8", (8 * _S8 + 16 * _B8) * 1e3, "sequential"),
-    ("10.9", PARAMS * 16 / 4 / 1e3, "both mesh axes"),
-    ("10.9", PARAMS * 16 / 2 / 1e3, "not only the moments"),
+    ("10.9", PARAMS * 16 / 8 / 1e3, "temporaries"),
+    ("10.9", PARAMS * 12 / 4 / 1e3, "both mesh axes"),
+    ("10.9", PARAMS * 12 / 2 / 1e3, "not only the moments"),
     ("10.10", LAYER * 4 / 1e6, "still cut over tp"),
-    ("10.11", 2 * 4 * (1e9 / 8) / V5P_ONE_WAY * 1e3, "ReduceScatter ring"),
-    ("10.11", 7 * (1e9 / 8) / V5P_ONE_WAY * 1e3, "both ways"),
+    ("10.11", 2 * 3.5 * (1e9 / 8) / V5P_ONE_WAY * 1e3, "ReduceScatter ring"),
+    ("10.11", (7 * (1e9 / 8) / V5P_ONE_WAY + 7 * HOP) * 1e3, "both ways"),
+    ("10.11", (4 * (1e9 / 8) / V5P_ONE_WAY + 4 * HOP) * 1e3, "whole-block"),
     ("10.12", 8 * (4096 / 8) * 8192 * 2 / 1e6, "N - 1 blocks"),
     ("10.13", 1 / HAND["10.13"], "how many times faster"),
 ])

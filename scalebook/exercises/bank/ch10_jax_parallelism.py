@@ -28,14 +28,28 @@ def allreduce_permutes(n):
     return len({(t.step, t.direction) for row in jc.ring_steps("all-reduce", n, bidirectional=True) for t in row})
 
 
+def _split_block(kind: str, topo, axis: str, array_bytes: float) -> float:
+    """The fastest ring on an axis with a wraparound, in chapter 3's additive form: both ways, with
+    the block for the chip opposite split in two halves, one sent each way, so the bytes take
+    V (N - 1) / (N W) (`collectives.cost`'s exact bandwidth term) over N/2 steps of one hop each."""
+    c = collectives.cost(kind, topo, axes=axis, bytes_=array_bytes)
+    return c.bandwidth_seconds + c.latency_seconds
+
+
 @problem("10.2", title="Which way round?", unit="us", chip_name="tpu-v5e", shape="16x16", axis="X",
          array_bytes=128e6,
-         slips={1.875: "that is the one-way ring: sending both ways halves the steps on a ring with a wraparound"})
+         slips={2682.7 / 1341.3: "that is the one-way ring: sending both ways halves the steps on a ring with a "
+                                 "wraparound",
+                1430.2 / 1341.3: "that is the whole-block ring both ways; split the block for the chip opposite "
+                                 "in two halves, one each way, and the last step takes half as long"},
+         hint="both ways round, with the opposite chip's block split between the two directions: the bytes take "
+              "V (N - 1) / (N W) with W both directions of a link, plus N/2 hops of latency")
 def fastest_ring_allgather(chip_name, shape, axis, array_bytes):
     topo = _slice(chip_name, shape)
-    best = min(_additive(jc.ring_cost("all-gather", topo, axis=axis, bytes_=array_bytes, bidirectional=b))
-               for b in (False, True))
-    return best / _US
+    whole = min(_additive(jc.ring_cost("all-gather", topo, axis=axis, bytes_=array_bytes, bidirectional=b))
+                for b in (False, True))
+    split = _split_block("all-gather", topo, axis, array_bytes)
+    return min(whole, split) / _US
 
 
 @problem("10.3", title="A ring on a line", unit="ms", chip_name="tpu-v5e", shape="8x8", axis="X",
@@ -118,12 +132,14 @@ def _small_estimate(fsdp: int, tp: int):
 
 
 @problem("10.9", title="State per device under FSDP x TP", unit="kB", fsdp=4, tp=2, chips=8,
-         slips={2.0: "tensor parallelism divides the stored weights, gradients and moments too: every weight is "
-                     "cut over both mesh axes",
-                4.0: "FSDP shards the weights, their gradients and both Adam moments, not only the moments"})
+         slips={16 / 12: "that counts the gradients too: they are temporaries, computed and consumed inside the "
+                         "step, and gone between steps",
+                2.0: "tensor parallelism divides the stored weights and moments too: every weight is cut over "
+                     "both mesh axes",
+                4.0: "FSDP shards the weights and both Adam moments, not only the moments"})
 def state_per_device(fsdp, tp):
     m = _small_estimate(fsdp, tp).memory
-    return (m.params_bytes + m.grads_bytes + m.optimizer_bytes) / 1e3
+    return (m.params_bytes + m.optimizer_bytes) / 1e3
 
 
 @problem("10.10", title="One layer's weights after the FSDP gather", unit="MB", fsdp=4, tp=2,
@@ -136,11 +152,15 @@ def gathered_layer(fsdp, tp):
 
 @problem("10.11", title="Sum or scatter?", unit="ms", chip_name="tpu-v5p", shape="8x8x8", axis="X",
          array_bytes=1e9,
-         slips={2.0: "each device needs only its own shard of the sum: a ReduceScatter ring, not an AllReduce "
-                     "(which adds an AllGather)",
-                1.75: "write the ring both ways: the axis wraps around"})
+         slips={2.0: "twice the key: either an AllReduce (each device needs only its own shard of the sum: a "
+                     "ReduceScatter ring, without the AllGather an AllReduce adds) or a one-way ring (write the "
+                     "ring both ways: the axis wraps around)",
+                8 / 7: "that is the whole-block ring both ways; split the running sum for the chip opposite in "
+                       "two halves, one each way"})
 def sum_or_scatter(chip_name, shape, axis, array_bytes):
-    return _additive(jc.ring_cost("reduce-scatter", _slice(chip_name, shape), axis=axis, bytes_=array_bytes)) / _MS
+    topo = _slice(chip_name, shape)
+    whole = _additive(jc.ring_cost("reduce-scatter", topo, axis=axis, bytes_=array_bytes))
+    return min(whole, _split_block("reduce-scatter", topo, axis, array_bytes)) / _MS
 
 
 @problem("10.12", title="Bytes a collective matmul sends", unit="MB", n=8, rows=4096, cols=8192, dtype="bf16",
