@@ -185,7 +185,7 @@ def ring_holdings(kind: str, n: int, *, bidirectional: bool = True) -> list[list
 
 @dataclass(frozen=True)
 class RingCost:
-    """Time of a ring collective written with ppermute on one torus axis.
+    """Time of a ring collective written with ppermute on one ICI torus axis or NVLink domain.
 
     `steps`: ppermute rounds; `permutes`: collective-permute ops (one per direction per round);
     `block_bytes` V/N; `link_blocks`: blocks through the busiest direction of a link over the
@@ -229,8 +229,8 @@ def _ring_axis(topology: Any, axis: str):
     if not isinstance(topology, Topology):
         raise Error("topology must be a scalebook.topology.Topology, e.g. topology.slice('tpu-v5e', '16x16')")
     a = topology.axis(axis)
-    if a.network != "ici":
-        raise Error(f"a ppermute ring runs on a TPU torus axis; axis {axis!r} is {a.link}")
+    if a.network not in ("ici", "nvlink"):
+        raise Error(f"a ppermute ring is priced on a TPU ICI axis or an NVLink domain; axis {axis!r} is {a.link}")
     return a
 
 
@@ -242,6 +242,11 @@ def ring_cost(kind: str, topology: Any, *, axis: str, bytes_: float, bidirection
     With a wraparound and both directions this is chapter 3's large-N form (V/W, 2V/W): the
     opposite chip's block travels whole one way, N/(N - 1) times `collectives.cost`, which splits
     it between the two directions; one way it is 2 (N - 1)/N times V/W.
+
+    On an NVLink domain every GPU reaches every other through the switches, so the ring closes
+    in one crossing (`wraparound` is True, one hop per step), but a GPU's sends to its two
+    neighbours share its NVLink bandwidth W_1 (`Axis.one_way_bytes_per_s`): both ways halves the
+    steps, not the bytes' time, which is (N - 1) V/N / W_1 either way (per round).
     """
     kind = _kind(kind)
     if kind not in COLLECTIVES:
@@ -253,11 +258,13 @@ def ring_cost(kind: str, topology: Any, *, axis: str, bytes_: float, bidirection
     k, m = ring_split(n, bidirectional)
     rounds = 2 if kind == "all-reduce" else 1
     block = float(bytes_) / n
-    link_blocks = rounds * (k if a.wraparound else k + m)
-    hops = 1 if a.wraparound else max(n - 1, 1)
+    switched = a.network == "nvlink"  # any GPU to any other in one crossing; sends share the GPU's W_1
+    wraps = a.wraparound or switched
+    link_blocks = rounds * (k if a.wraparound and not switched else k + m)
+    hops = 1 if wraps else max(n - 1, 1)
     steps = rounds * k
     one_way = a.one_way_bytes_per_s
-    return RingCost(kind=kind, n=n, bidirectional=bidirectional, wraparound=a.wraparound, array_bytes=float(bytes_),
+    return RingCost(kind=kind, n=n, bidirectional=bidirectional, wraparound=wraps, array_bytes=float(bytes_),
                     steps=steps, permutes=rounds * (k + m), block_bytes=block,
                     bytes_per_device=rounds * (n - 1) * block, link_blocks=link_blocks, hops_per_step=hops,
                     bandwidth_seconds=link_blocks * block / one_way if n > 1 else 0.0,
@@ -266,7 +273,7 @@ def ring_cost(kind: str, topology: Any, *, axis: str, bytes_: float, bidirection
 
 @dataclass(frozen=True)
 class CollectiveMatmulCost:
-    """Predicted time of a collective matmul on one torus axis, with and without overlap.
+    """Predicted time of a collective matmul on one ICI torus axis or NVLink domain, with and without overlap.
 
     Per round of the ring, a send takes `round_comm_seconds` (the `ring_cost` step); a block's
     matmul `block_compute_seconds` (its FLOPs at the chip's peak). `arrivals[r]`: blocks the
@@ -364,12 +371,14 @@ def hiding_width(topology: Any, *, axis: str, dtype: str = "bf16", bidirectional
     (one way) or two blocks per round both ways: hidden when K/N >= beta C / (2 W_1), or
     beta C / (4 W_1) = beta C / (2 W) both ways. The ReduceScatter variant gives the same bound on
     J/N. For bf16 (beta = 2) on a wraparound axis: C/W, chapter 5's tensor-parallel rule. Bandwidth
-    terms only (large blocks).
+    terms only (large blocks). On an NVLink domain both ways gains nothing: beta C / (2 W_1).
     """
     a = _ring_axis(topology, axis)
     beta = units.dtype_bytes(dtype)
     peak = topology.chip.peak_flops_per_s(dtype)
-    per_round = 2 if (bidirectional and a.wraparound and a.size > 2) else 1
+    # both ways doubles the bytes per round only where the two directions are separate links (a
+    # torus axis with a wraparound); on NVLink a GPU's two sends share its bandwidth
+    per_round = 2 if (bidirectional and a.network == "ici" and a.wraparound and a.size > 2) else 1
     return beta * peak / (2 * per_round * a.one_way_bytes_per_s)
 
 

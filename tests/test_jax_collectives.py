@@ -243,6 +243,33 @@ def test_bad_inputs_are_refused_with_a_reason():
         jc.ring_steps("all-to-all", 4)
     with pytest.raises(Error, match="I, J and K"):
         jc.collective_matmul_cost("allgather-matmul", topology.slice("tpu-v5e", "16x16"), axis="X", dims={"I": 8})
-    with pytest.raises(Error, match="torus"):
-        jc.ring_cost("all-gather", topology.gpu_node("h100"), axis="X", bytes_=V)
+    with pytest.raises(Error, match="ICI axis or an NVLink domain"):
+        jc.ring_cost("all-gather", topology.gpu_cluster("h100", nodes=2), axis="Y", bytes_=V)
     assert "block 3" in repr(jc.ring_steps("all-gather", 4, bidirectional=False)[0][0].__class__(1, 3, 0, 3, 1))
+
+
+H100_NVLINK_ONE_WAY = 450e9  # B/s a GPU sends over NVLink (900 GB/s both directions), the spec table's
+H100_BF16 = 990e12           # FLOP/s dense bf16 peak in the spec table
+
+
+def test_a_ppermute_ring_runs_on_an_nvlink_domain_without_a_torus():
+    # Hand derivation: 8 GPUs behind NVSwitches; any GPU reaches any other in one crossing, so the
+    # ring closes (one hop per step), but a GPU's sends share its 450 GB/s. One way: 7 steps of a
+    # V/8 block. Both ways: 4 steps, yet still 7 blocks through the same 450 GB/s.
+    node = topology.gpu_node("h100")
+    assert node.axis("X").one_way_bytes_per_s == H100_NVLINK_ONE_WAY
+    one = jc.ring_cost("all-gather", node, axis="X", bytes_=V, bidirectional=False)
+    both = jc.ring_cost("all-gather", node, axis="X", bytes_=V, bidirectional=True)
+    assert (one.steps, both.steps) == (7, 4)
+    assert one.bandwidth_seconds == pytest.approx(7 * (V / 8) / H100_NVLINK_ONE_WAY)
+    assert both.bandwidth_seconds == pytest.approx(one.bandwidth_seconds)
+    assert both.hops_per_step == 1 and both.wraparound
+    assert both.latency_seconds == pytest.approx(4 * node.hop_latency_seconds)
+
+
+def test_hiding_width_on_nvlink_gains_nothing_from_both_ways():
+    # A block's matmul 2 (I/N) J (K/N) / C against its send (I/N) J x 2 bytes / W_1: K/N >= C / W_1,
+    # and two sends per round share W_1, so both ways needs the same width.
+    node = topology.gpu_node("h100")
+    assert jc.hiding_width(node, axis="X") == pytest.approx(H100_BF16 / H100_NVLINK_ONE_WAY)
+    assert jc.hiding_width(node, axis="X", bidirectional=True) == pytest.approx(H100_BF16 / H100_NVLINK_ONE_WAY)

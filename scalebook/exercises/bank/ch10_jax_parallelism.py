@@ -166,9 +166,9 @@ def sum_or_scatter(chip_name, shape, axis, array_bytes):
 @problem("10.12", title="Bytes a collective matmul sends", unit="MB", n=8, rows=4096, cols=8192, dtype="bf16",
          chips=8,
          slips={8 / 7: "a device sends N - 1 blocks, not N: the last block's sum ends at its owner",
-                2.0: "the running sums travel as C's rows, (I / N) x K elements of 2 bytes each step"})
+                2.0: "the running sums travel as rows of the product O, (I / N) x K elements of 2 bytes each step"})
 def collective_matmul_bytes(n, rows, cols, dtype):
-    # The ReduceScatter matmul sends what a ReduceScatter of C[I, K] sends: N - 1 blocks of C's rows.
+    # The ReduceScatter matmul sends what a ReduceScatter of O[I, K] sends: N - 1 blocks of O's rows.
     topo = topology.slice("tpu-v5p", "8x8x8")
     assert topo.axis("X").size == n
     return jc.ring_cost("reduce-scatter", topo, axis="X", bytes_=rows * cols * units.dtype_bytes(dtype),

@@ -43,7 +43,8 @@ def training_gpus(model, chip, batch_tokens, seq_len, gpus_per_node, candidates)
 
 
 def training_gpu_seconds(model, chip, tokens, mfu) -> float:
-    """Chip-seconds of a run: 6 N D model FLOPs over the FLOP/s one chip achieves (chip count cancels)."""
+    """Chip-seconds of a run: 6 P D model FLOPs (P parameters, D tokens) over the FLOP/s one chip
+    achieves (the chip count cancels)."""
     flops = tr.training_flops(preset(model), tokens=tokens).six_nd_flops
     return flops / (hardware.chip(chip).peak_flops_per_s("bf16") * mfu)
 
@@ -71,7 +72,7 @@ def decode_floor_seconds(model, chip, batch, context, dtype, candidates) -> floa
                 8.0: "each GPU sends only its own share over its own network card: the condition is on the tokens "
                      "per node, C / W_ib, so per GPU it is C / (8 W_ib), not C / W_ib"},
          hint="two caps on the GPU count: tokens per GPU >= C / (8 W_ib) (FSDP across nodes, chapter 5) and "
-              "GPUs <= sequences; take the largest power of two under both, then 6 N D / (GPUs x peak x MFU)")
+              "GPUs <= sequences; take the largest power of two under both, then 6 P D / (GPUs x peak x MFU)")
 def train_days(model, chip, tokens, batch_tokens, seq_len, mfu, gpus_per_node, candidates):
     n = training_gpus(model, chip, batch_tokens, seq_len, gpus_per_node, candidates)
     return training_gpu_seconds(model, chip, tokens, mfu) / n / 86400
