@@ -539,3 +539,77 @@ def xla_choice(plan: Any) -> Any:
 
 
 _make_mesh = mesh  # compile_matmul takes a `mesh` argument that shadows the function
+
+
+# ------------------------------------------------------------------ TPU tiled layouts (pure Python)
+
+
+@dataclass(frozen=True)
+class TiledSize:
+    """An array's bytes before and after padding to a TPU memory tile (`tiled_bytes`)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    tile: tuple[int, int]
+    padded_shape: tuple[int, ...]
+    logical_bytes: int
+    padded_bytes: int
+
+    @property
+    def overhead(self) -> float:
+        """Padded over logical bytes: 1.0 when the last two dimensions fill whole tiles."""
+        return self.padded_bytes / self.logical_bytes
+
+    def __repr__(self) -> str:
+        from .units import fmt_bytes
+
+        dims = ",".join(map(str, self.shape))
+        padded = ",".join(map(str, self.padded_shape))
+        return (f"TiledSize({self.dtype}[{dims}] in ({self.tile[0]}, {self.tile[1]}) tiles: padded to [{padded}], "
+                f"{fmt_bytes(self.padded_bytes)} for {fmt_bytes(self.logical_bytes)}, {self.overhead:.2f}x)")
+
+
+#: The TPU's memory tile for 32-bit values: 8 sublanes x 128 lanes (JAX's Pallas TPU guide).
+TPU_TILE_32BIT = (8, 128)
+
+
+def tiled_bytes(shape: Sequence[int], dtype: str = "float32", *, tile: "Sequence[int] | None" = None) -> TiledSize:
+    """Bytes an array takes on a TPU once its last two dimensions are padded to whole tiles.
+
+    A TPU lays an array out in tiles over its last two dimensions, 8 x 128 for 32-bit values
+    (JAX's Pallas TPU guide), and pads each of those two dimensions up to a multiple of the tile;
+    the other dimensions are not padded. Narrower dtypes pack 4 / bytes-per-element values into
+    each 32-bit word along the second-to-last dimension, as XLA's `T(8,128)(2,1)` layout does for
+    bf16 (chapter 9; Austin et al. 2025, part 9), so the tile is (16, 128) for 2-byte and (32, 128)
+    for 1-byte types; that extension to 1-byte types is this function's assumption. A 1-D array is
+    treated as one row, [1, n]. Pass `tile=(rows, cols)` to use another tile (the original book's
+    `T(2,2)` example pads f32[3,5] to [4,6]).
+
+        padded = prod(shape[:-2]) x ceil(shape[-2] / rows) rows x ceil(shape[-1] / cols) cols x bytes
+
+    `shape`: whole numbers >= 1; `dtype`: a dtype name (`units.dtype_bytes`); `tile`: two whole
+    numbers >= 1. The layout of real TPU programs is XLA's choice (it may reorder dimensions or
+    pick other tiles); this is the default case, for estimating padding waste.
+    """
+    import math
+
+    from .units import dtype_bytes
+
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence) or not shape:
+        raise Error(f"shape must be a non-empty sequence of sizes such as (1024, 512), got {shape!r}")
+    dims = tuple(integer("shape entry", d) for d in shape)
+    if any(d < 1 for d in dims):
+        raise Error(f"shape entries must be >= 1, got {tuple(shape)}")
+    beta = dtype_bytes(dtype)
+    if tile is None:
+        pack = max(1, int(4 // beta)) if beta < 4 else 1
+        tile = (TPU_TILE_32BIT[0] * pack, TPU_TILE_32BIT[1])
+    if isinstance(tile, (str, bytes)) or not isinstance(tile, Sequence) or len(tile) != 2:
+        raise Error(f"tile must be two sizes (rows, cols) such as (8, 128), got {tile!r}")
+    rows, cols = (integer("tile entry", t) for t in tile)
+    require_positive(tile_rows=rows, tile_cols=cols)
+    two = dims if len(dims) >= 2 else (1,) + dims
+    padded = two[:-2] + (math.ceil(two[-2] / rows) * rows, math.ceil(two[-1] / cols) * cols)
+    logical = math.prod(dims) * beta
+    return TiledSize(shape=dims, dtype=str(dtype), tile=(rows, cols), padded_shape=padded,
+                     logical_bytes=int(round(logical)), padded_bytes=int(round(math.prod(padded) * beta)))
