@@ -44,6 +44,10 @@ HAND = {
     "9.11": 6 * (9 + 7) + 3,
     # 9.12: gather 2-10 ms overlaps the matmul 0-6: exposed 6-10; then the all-reduce 11-14.
     "9.12": (10 - 6) + (14 - 11),
+    # 9.13: bf16 tile 16 x 128 (8 x 128 words of two rows): [2048, 4, 96] -> [2048, 16, 128] x 2 B, in MB.
+    "9.13": 2048 * 16 * 128 * BF16 / 1e6,
+    # 9.14: only the start (0-0.1 ms) and done (7.0-9.5 ms) ops hold the device.
+    "9.14": (0.1 - 0.0) + (9.5 - 7.0),
 }
 
 
@@ -80,6 +84,9 @@ def test_key_is_correct(pid):
     ("9.11", 2 * (9 * 6 + 3), "gathered once"),                          # everything twice
     ("9.11", 9 * 6 + 3, "again"),                                        # no regather
     ("9.12", 8 + 3, "beside the matmul"),                                # raw durations
+    ("9.13", 2048 * 4 * 96 * BF16 / 1e6, "logical size"),                # no padding
+    ("9.13", 2048 * 8 * 128 * BF16 / 1e6, "16 x 128"),                   # the 32-bit tile
+    ("9.14", 9.5 - 0.0, "start and done"),                               # start to done
 ])
 def test_slips_get_their_hint(pid, wrong, words):
     r = check(pid, wrong)

@@ -175,3 +175,31 @@ def zero3_gathers(layers):
 def exposed_gather():
     t = profile.parse_trace(trace_9_12()).totals()
     return 1e3 * sum(t[k] for k in profile.COLLECTIVES)
+
+
+def trace_9_14() -> dict:
+    """The trace of problem 9.14: one TPU device's op track, an AllGather issued asynchronously."""
+    return {"traceEvents": [_op("all-gather-start.3", 0, 0.0, 0.1), _op("fusion.8", 0, 0.1, 3.0),
+                            _op("convolution_fusion.2", 0, 3.0, 7.0), _op("all-gather-done.3", 0, 7.0, 9.5),
+                            _op("convolution_fusion.5", 0, 9.5, 12.0)]}
+
+
+@problem("9.13", title="A key cache slice on a TPU", unit="MB", shape=(2048, 4, 96), dtype="bf16",
+         slips={2048 * 4 * 96 * 2 / (2048 * 16 * 128 * 2): "too small: that is the logical size; the last two "
+                                                            "dimensions are padded to whole tiles",
+                2048 * 8 * 128 * 2 / (2048 * 16 * 128 * 2): "too small: bf16 packs two rows into each 32-bit "
+                                                             "word, so its tile is 16 x 128, not 8 x 128"},
+         hint="pad the last two dimensions up to the tile: 16 x 128 for bf16 (8 x 128 words of two rows each)")
+def tiled_cache_slice(shape, dtype):
+    return xla.tiled_bytes(shape, dtype).padded_bytes / 1e6
+
+
+@problem("9.14", title="What an asynchronous gather leaves exposed", unit="ms",
+         slips={9.5 / 2.6: "too large: from the start op to the done op the device ran other kernels; only the "
+                           "start and done ops themselves hold the device",
+                2.5 / 2.6: "too small: the start op takes device time too"},
+         hint="on an accelerator a collective occupies the op track only in its -start and -done ops; the transfer "
+              "runs in between, behind the other kernels")
+def async_exposed():
+    p = profile.parse_trace(trace_9_14())
+    return 1e3 * p.totals(device=0)["all-gather"]
