@@ -8,6 +8,7 @@ from scalebook.exercises import check, get, problems
 # Spec figures (the package's spec table): bf16 dense peak; ICI per axis, one direction of a link.
 V5E_BF16, V5E_ONE_WAY = 197e12, 45e9  # 90 GB/s both ways
 V5P_BF16, V5P_ONE_WAY = 459e12, 90e9  # 180 GB/s both ways
+H100_NVLINK = 450e9                   # B/s a GPU sends over NVLink (900 GB/s both directions)
 HOP = 1e-6
 
 # jax_training.SMALL: L=2, D=256, 8 query heads, 4 kv heads of 32, gated F=512, V=512, untied.
@@ -65,6 +66,12 @@ HAND = {
     "10.12": 7 * (4096 / 8) * 8192 * 2 / 1e6,
     # 10.13: sequential / overlapped.
     "10.13": (4 * _S13 + 8 * _B13) / (max(_S13, _B13) + 3 * max(_S13, 2 * _B13) + _B13),
+    # 10.14: 8 H100s behind NVSwitches, a ring both ways: 4 steps of one hop, but each GPU still sends 7
+    # blocks of 256 MB / 8 through its own 450 GB/s. In us.
+    "10.14": (7 * (256e6 / 8) / H100_NVLINK + 4 * HOP) * 1e6,
+    # 10.15: 16 devices on X; 1.25 x 4096 / 16 = 320 slots per destination of 4096 bf16 values; the
+    # AllToAll sends 15 of the 16 blocks. In MB.
+    "10.15": 15 * 320 * 4096 * 2 / 1e6,
 }
 
 
@@ -114,6 +121,9 @@ def test_key_is_correct(pid):
     ("10.11", (4 * (1e9 / 8) / V5P_ONE_WAY + 4 * HOP) * 1e3, "whole-block"),
     ("10.12", 8 * (4096 / 8) * 8192 * 2 / 1e6, "N - 1 blocks"),
     ("10.13", 1 / HAND["10.13"], "how many times faster"),
+    ("10.14", (4 * (256e6 / 8) / H100_NVLINK + 4 * HOP) * 1e6, "share"),
+    ("10.15", 16 * 320 * 4096 * 2 / 1e6, "stays home"),
+    ("10.15", 15 * 256 * 4096 * 2 / 1e6, "capacity_factor"),
 ])
 def test_slips_get_their_hint(pid, wrong, words):
     r = check(pid, wrong)
@@ -127,5 +137,5 @@ def test_unit_slips_are_wrong(pid):
 
 
 def test_choice_problems_are_at_least_half():
-    choice = {"10.2", "10.3", "10.4", "10.5", "10.7", "10.8", "10.9", "10.11", "10.13"}
+    choice = {"10.2", "10.3", "10.4", "10.5", "10.7", "10.8", "10.9", "10.11", "10.13", "10.14", "10.15"}
     assert choice <= set(HAND) and len(choice) >= math.ceil(len(HAND) / 2)

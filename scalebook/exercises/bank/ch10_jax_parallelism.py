@@ -182,3 +182,29 @@ def overlap_speedup(chip_name, shape, axis, dims, dtype):
     c = jc.collective_matmul_cost("allgather-matmul", _slice(chip_name, shape), axis=axis, dims=dims, dtype=dtype,
                                   bidirectional=True)
     return c.speedup
+
+
+@problem("10.14", title="A ppermute ring inside an NVLink node", unit="us", chip_name="h100", array_bytes=256e6,
+         slips={(4 * 32e6 / 450e9 + 4e-6) / (7 * 32e6 / 450e9 + 4e-6):
+                "too small: both ways halves the steps, but a GPU's two sends share its NVLink bandwidth, so the "
+                "bytes take as long as one way"},
+         hint="the switches close the ring in one crossing; each GPU sends N - 1 blocks of V/N through its own "
+              "NVLink bandwidth either way, in ceil((N - 1)/2) steps of one hop")
+def nvlink_ring(chip_name, array_bytes):
+    c = jc.ring_cost("all-gather", topology.gpu_node(chip_name), axis="X", bytes_=array_bytes, bidirectional=True)
+    return _additive(c) / _US
+
+
+@problem("10.15", title="The bytes of an expert-parallel dispatch", unit="MB", chip_name="tpu-v5p",
+         shape="16x16x16", axis="X", experts=64, tokens_per_device=4096, d_model=4096, dtype="bf16",
+         capacity_factor=1.25,
+         slips={16 / 15: "that counts the whole outbound buffer; the block for the device's own experts stays home",
+                0.8: "the buffer has capacity_factor x T / N slots for every destination, not T / N"},
+         hint="each device packs N blocks of capacity_factor x T / N slots of D values; the AllToAll sends N - 1 of "
+              "those blocks")
+def moe_dispatch_bytes(chip_name, shape, axis, experts, tokens_per_device, d_model, dtype, capacity_factor):
+    topo = _slice(chip_name, shape)
+    n = topo.axis(axis).size
+    slots = capacity_factor * tokens_per_device / n
+    local = n * slots * d_model * units.dtype_bytes(dtype)          # one device's outbound buffer
+    return collectives.all_to_all(topo, axes=axis, bytes_=n * local).bytes_per_device / 1e6
