@@ -43,6 +43,9 @@ HAND = {
     "11.3": GATHER_11_3 / MATMUL_11_3,
     # 11.4: training GPU-seconds over serving GPU-seconds per output token (2 GPUs x floor / 32 requests).
     "11.4": TRAIN_GPU_SECONDS / (TP_11_2 * FLOOR_11_2 / 32),
+    # 11.5: F / N = 28672 / 16 columns per chip against the bidirectional hiding width on a v6e axis,
+    # beta C / (4 W_1) = 2 x 920e12 / (4 x 90e9) (two blocks per round, 90 GB/s each way).
+    "11.5": (28672 / 16) / (2 * 920e12 / (4 * 90e9)),
 }
 
 
@@ -51,6 +54,19 @@ def test_the_choices_are_the_ones_the_solutions_describe():
     assert TP_11_2 == 2
     # the matmul of 11.3 is compute-bound: its memory time is below its compute time
     assert (2048 * 4096 + 4096 * 8192 + 2048 * 8192) * 2 / V5E_HBM_BW < MATMUL_11_3
+
+
+def test_the_v6e_figures_of_11_5_are_the_packages():
+    import scalebook
+    from scalebook import topology
+
+    assert scalebook.chip("tpu-v6e").peak_flops_per_s("bf16") == 920e12
+    assert topology.slice("tpu-v6e", "16x16").axis("X").one_way_bytes_per_s == 90e9
+
+
+def test_slip_one_way_width_is_named():
+    r = check("11.5", HAND["11.5"] / 2)
+    assert r.status == "wrong" and "one-way" in r.message
 
 
 def test_every_chapter_11_problem_has_a_hand_derivation():

@@ -117,3 +117,17 @@ def breakeven_tokens(train, serve):
     per_token = (serving_tp(**{k: serve[k] for k in ("model", "chip", "batch", "context", "dtype", "candidates")})
                  * decode_floor_seconds(**serve) / serve["batch"])
     return training_gpu_seconds(**train) / per_token
+
+
+@problem("11.5", title="Does the MLP's collective matmul hide on a TPU v6e?", unit="", model="llama3-70b",
+         chip_name="tpu-v6e", shape="16x16", axis="X", dtype="bf16",
+         slips={0.5: "that uses the one-way hiding width; on a torus axis with a wraparound both ways sends two "
+                     "blocks per round, which halves the width needed"},
+         hint="the width per chip is F / N; a bidirectional collective matmul hides its sends above "
+              "beta C / (4 W_1) columns per chip (chapter 10); divide the first by the second")
+def v6e_mlp_hiding(model, chip_name, shape, axis, dtype):
+    from ... import jax_collectives as jc
+
+    topo = topology.slice(chip_name, shape)
+    width = preset(model).d_ff / topo.axis(axis).size
+    return width / jc.hiding_width(topo, axis=axis, dtype=dtype, bidirectional=True)
