@@ -191,8 +191,9 @@ class RingCost:
     `block_bytes` V/N; `link_blocks`: blocks through the busiest direction of a link over the
     whole collective (one per step with a wraparound; without one the ring's closing edge runs
     back along the line, so a bidirectional ring's closing edges share links with the other
-    direction and every link direction carries N - 1 blocks, as one way); `hops_per_step`: 1 with
-    a wraparound, N - 1 without. Bandwidth time = link_blocks x V/N / W_1, latency time = steps x
+    direction and every link direction carries N - 1 blocks, as one way; on an NVLink domain,
+    where `wraparound` is True because the switches close the ring, a GPU's sends share its
+    bandwidth, so N - 1 blocks either way); `hops_per_step`: 1 with a wraparound, N - 1 without. Bandwidth time = link_blocks x V/N / W_1, latency time = steps x
     hops x hop latency; `seconds` is the larger, the original book's max convention (what
     `collectives.CollectiveCost.max_convention_seconds` keeps; chapter 3), and
     `bandwidth_seconds + latency_seconds` the additive time `collectives.cost` uses.
