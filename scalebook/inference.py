@@ -35,11 +35,22 @@ whatever the batch, so it stays memory-bound (Chapter 7). Prefill of P tokens is
 B P tokens of FLOPs (causal attention) against one pass over the weights: compute-bound once
 P B exceeds the chip's critical batch.
 
-Efficiencies are explicit parameters (`bandwidth_efficiency`, `compute_efficiency`); their
-defaults per chip family (TPU, GPU) come from `data/serving_efficiency.json`, fitted on the
-published results marked `fit` in `scalebook.serving_results` (chapter 8 shows the fit and the
-validation on the rest). One pair per family is a simplification: chapter 8 shows where it fails
-(short prefills, A100 against Hopper).
+Every forward pass (a prefill pass, a decode step) also pays a fixed `layer_overhead_seconds` per
+layer, whatever its size: each layer is a dozen or so kernels, and each kernel costs a launch, a
+ramp-up and a tail, and host work the GPU waits on between them, whether it moves a megabyte or a
+gigabyte (TensorRT-LLM's tuning guide speaks of the exposed CPU runtime of each step and fuses
+kernels to cut it; nvidia2024trtllmbest). It dominates short forward passes (a 128-token prompt,
+a decode step at small batch). The model adds it to the step; a real engine overlaps some of it
+with work (launches queued ahead of a long kernel), so at large steps the additive form overcharges
+a little.
+
+Efficiencies and overhead are explicit parameters (`bandwidth_efficiency`, `compute_efficiency`,
+`layer_overhead_seconds`); their defaults per chip family (TPU, GPU) come from
+`data/serving_efficiency.json`, fitted on the published results marked `fit` in
+`scalebook.serving_results` (chapter 8 shows the fit and the validation on the rest). The TPU family
+has no overhead (its two anchors pin two constants; XLA runs a step as one compiled program). One
+set per family is a simplification: chapter 8 shows where it fails (Mixtral on Hopper, A100
+against Hopper).
 Memory leaves out framework workspace and fragmentation, as in `scalebook.training`.
 """
 from __future__ import annotations
@@ -141,15 +152,25 @@ def check_deployment(model: Transformer, d: Deployment) -> None:
         raise Error(f"pp={d.pp} stages for {model.layers} layers: at most {model.layers}")
 
 
+def _constants(chip: "str | Chip") -> dict:
+    return load("serving_efficiency")["tpu" if _chip(chip).is_tpu else "gpu"]
+
+
 def default_efficiency(chip: "str | Chip") -> tuple[float, float]:
-    """(bandwidth, compute) efficiency of a chip family for serving, fitted in chapter 8.
+    """(bandwidth, compute) efficiency of a chip's family for serving, fitted in chapter 8.
 
     `data/serving_efficiency.json` names the published results each was fitted on
     (`refit_default_efficiency`; `tools/fit_serving_efficiency.py` writes the file).
     """
-    fam = "tpu" if _chip(chip).is_tpu else "gpu"
-    entry = load("serving_efficiency")[fam]
+    entry = _constants(chip)
     return float(entry["bandwidth_efficiency"]), float(entry["compute_efficiency"])
+
+
+def default_layer_overhead(chip: "str | Chip") -> float:
+    """Fixed seconds per layer of every forward pass (a prefill pass or a decode step) on a chip's
+    family, fitted with its efficiencies (chapter 8; 0 where none is fitted: the TPU family, whose
+    two anchors pin two constants only)."""
+    return float(_constants(chip).get("layer_overhead_seconds", 0.0))
 
 
 def deployment_topology(chip: "str | Chip", d: Deployment) -> Topology:
@@ -219,6 +240,9 @@ class StepTime:
     tp_seconds: float
     ep_seconds: float
     pp_seconds: float
+    #: Fixed time of the step's layers whatever their size (`layer_overhead_seconds` x layers of
+    #: the stage): kernel launches, synchronisation and host work the GPU waits on.
+    overhead_seconds: float = 0.0
 
     @property
     def bytes_read(self) -> float:
@@ -226,8 +250,10 @@ class StepTime:
 
     @property
     def seconds(self) -> float:
-        """max(compute, memory) + the collectives (which wait on each other in a decode step)."""
-        return max(self.compute_seconds, self.memory_seconds) + self.tp_seconds + self.ep_seconds + self.pp_seconds
+        """max(compute, memory) + the collectives (which wait on each other in a decode step) + the
+        fixed per-layer overhead."""
+        return (max(self.compute_seconds, self.memory_seconds) + self.tp_seconds + self.ep_seconds + self.pp_seconds
+                + self.overhead_seconds)
 
     @property
     def bound(self) -> str:
@@ -237,7 +263,7 @@ class StepTime:
 
     def parts(self) -> dict[str, float]:
         return {"compute": self.compute_seconds, "memory": self.memory_seconds, "tp": self.tp_seconds,
-                "ep": self.ep_seconds, "pp": self.pp_seconds}
+                "ep": self.ep_seconds, "pp": self.pp_seconds, "overhead": self.overhead_seconds}
 
 
 @dataclass(frozen=True)
@@ -266,6 +292,9 @@ class ServingEstimate:
     #: `estimate(..., workspace_tokens=...)` sets a chunk).
     workspace_tokens: int = 0
     model: Transformer | None = field(default=None, repr=False, compare=False)
+    #: Fixed seconds per layer of every forward pass (prefill pass or decode step), whatever its
+    #: size (`default_layer_overhead`).
+    layer_overhead_seconds: float = 0.0
 
     @property
     def chips(self) -> int:
@@ -455,18 +484,18 @@ def _compute_dtype(c: Chip, d: Deployment) -> str:
 
 
 def _step(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, sequences: float, new_tokens: int,
-          context: int, prefill: bool, bw_eff: float, c_eff: float) -> StepTime:
+          context: int, prefill: bool, bw_eff: float, c_eff: float, overhead: float = 0.0) -> StepTime:
     """One step on one chip: `sequences` (over the deployment) each adding `new_tokens` at `context`."""
     if prefill:
         return _mixed(model, c, d, topo, decode_sequences=0.0, decode_tokens=1, context=context,
-                      prompts=sequences, prompt_len=new_tokens, bw_eff=bw_eff, c_eff=c_eff)
+                      prompts=sequences, prompt_len=new_tokens, bw_eff=bw_eff, c_eff=c_eff, overhead=overhead)
     return _mixed(model, c, d, topo, decode_sequences=sequences, decode_tokens=new_tokens, context=context,
-                  prompts=0.0, prompt_len=1, bw_eff=bw_eff, c_eff=c_eff)
+                  prompts=0.0, prompt_len=1, bw_eff=bw_eff, c_eff=c_eff, overhead=overhead)
 
 
 def _mixed(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, decode_sequences: float,
            decode_tokens: int, context: int, prompts: float, prompt_len: int, bw_eff: float,
-           c_eff: float) -> StepTime:
+           c_eff: float, overhead: float = 0.0) -> StepTime:
     """One step on one chip that decodes `decode_sequences` (each adding `decode_tokens` at
     `context`) and prefills `prompts` prompts of `prompt_len` tokens, all in one pass over the
     weights: one roofline, max(FLOPs of both / peak, weights once + KV read and written / HBM),
@@ -510,7 +539,8 @@ def _mixed(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, decode
         pp = collectives.permute(topo, axes=_group(topo, "pp"),
                                  bytes_=d.pp * local_tokens * model.d_model * b_a).seconds
     return StepTime(flops=flops, weight_bytes_read=w_read, kv_bytes_read=kv, compute_seconds=compute,
-                    memory_seconds=memory, tp_seconds=tp, ep_seconds=ep, pp_seconds=pp)
+                    memory_seconds=memory, tp_seconds=tp, ep_seconds=ep, pp_seconds=pp,
+                    overhead_seconds=overhead * stage)
 
 
 def mixed_step(e: "ServingEstimate", *, prompts: float, prompt_tokens: int | None = None) -> StepTime:
@@ -531,7 +561,7 @@ def mixed_step(e: "ServingEstimate", *, prompts: float, prompt_tokens: int | Non
     m = e.model
     return _mixed(m, c, d, deployment_topology(c, d), decode_sequences=e.batch / d.pp, decode_tokens=1,
                   context=e.prompt_len + e.output_len // 2, prompts=prompts / d.pp, prompt_len=n,
-                  bw_eff=e.bandwidth_efficiency, c_eff=e.compute_efficiency)
+                  bw_eff=e.bandwidth_efficiency, c_eff=e.compute_efficiency, overhead=e.layer_overhead_seconds)
 
 
 def verify_step(e: "ServingEstimate", *, tokens: int) -> StepTime:
@@ -545,7 +575,7 @@ def verify_step(e: "ServingEstimate", *, tokens: int) -> StepTime:
     c, d = e.chip, e.deployment
     return _step(e.model, c, d, deployment_topology(c, d), sequences=e.batch / d.pp, new_tokens=tokens,
                  context=e.prompt_len + e.output_len // 2, prefill=False, bw_eff=e.bandwidth_efficiency,
-                 c_eff=e.compute_efficiency)
+                 c_eff=e.compute_efficiency, overhead=e.layer_overhead_seconds)
 
 
 def _workspace(model: Transformer, d: Deployment, prompt_len: int) -> float:
@@ -630,13 +660,16 @@ def critical_decode_batch(chip: "str | Chip", *, weights: str = "bf16") -> float
 
 def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment | None = None, batch: "int | str",
              prompt_len: int, output_len: int, bandwidth_efficiency: float | None = None,
-             compute_efficiency: float | None = None, workspace_tokens: int | None = None) -> ServingEstimate:
+             compute_efficiency: float | None = None, workspace_tokens: int | None = None,
+             layer_overhead_seconds: float | None = None) -> ServingEstimate:
     """Latency, throughput and memory of serving `model` at `batch` sequences (Chapter 7).
 
     Decode runs at the average context prompt_len + output_len / 2; memory holds the full
     prompt_len + output_len for every sequence, and the workspace of one prefill pass of
     `workspace_tokens` tokens (default: the whole prompt; pass a chunk size for chunked prefill).
-    `batch="max"` serves the largest batch that fits.
+    `batch="max"` serves the largest batch that fits. Every forward pass (a prefill pass or a decode
+    step) also pays `layer_overhead_seconds` per layer (default: the chip family's fitted value,
+    `default_layer_overhead`).
     """
     model = _as_model(model)
     if not isinstance(model, Transformer):
@@ -656,6 +689,10 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
         require_positive(**{name: v})
         if v > 1:
             raise Error(f"{name} is a fraction, at most 1; got {v:g}")
+    lo = default_layer_overhead(c) if layer_overhead_seconds is None else layer_overhead_seconds
+    _number("layer_overhead_seconds", lo)
+    if lo < 0:
+        raise Error(f"layer_overhead_seconds must be >= 0, got {lo!r}")
     context = prompt_len + output_len
     ws = _workspace_tokens(context, prompt_len, workspace_tokens)
     most = max_batch(model, chip=c, deployment=d, context=context, workspace_tokens=ws)
@@ -667,17 +704,17 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     _positive_int("batch", batch)
     topo = deployment_topology(c, d)
     pre = _step(model, c, d, topo, sequences=d.ep, new_tokens=prompt_len, context=prompt_len, prefill=True,
-                bw_eff=bw, c_eff=ce)
+                bw_eff=bw, c_eff=ce, overhead=lo)
     pre_batch = _step(model, c, d, topo, sequences=batch, new_tokens=prompt_len, context=prompt_len, prefill=True,
-                      bw_eff=bw, c_eff=ce)
+                      bw_eff=bw, c_eff=ce, overhead=lo)
     avg = prompt_len + output_len // 2
     dec = _step(model, c, d, topo, sequences=batch / d.pp, new_tokens=1, context=avg, prefill=False,
-                bw_eff=bw, c_eff=ce)
+                bw_eff=bw, c_eff=ce, overhead=lo)
     mem = memory_per_chip(model, chip=c, deployment=d, batch=batch, context=context, workspace_tokens=ws)
     return ServingEstimate(model_name=model.name, chip=c, deployment=d, batch=batch, prompt_len=prompt_len,
                            output_len=output_len, bandwidth_efficiency=bw, compute_efficiency=ce, prefill=pre,
                            decode=dec, memory=mem, max_batch=most, prefill_batch=pre_batch, workspace_tokens=ws,
-                           model=model)
+                           model=model, layer_overhead_seconds=lo)
 
 
 # --- calibration -------------------------------------------------------------------------------

@@ -152,7 +152,8 @@ def test_chunked_prefill_shares_the_decode_step_in_one_roofline():
     # The mixed step reads the weights once, the decode caches at the mean context 1024 + 128, and
     # writes the chunk's cache; its FLOPs are the decode's plus the chunk's; one max(compute, memory).
     w = serving.continuous_batching(L8, chip="h100", deployment=Deployment(), batch=32, prompt_len=1024,
-                                    output_len=256, bandwidth_efficiency=1.0, compute_efficiency=1.0)
+                                    output_len=256, bandwidth_efficiency=1.0, compute_efficiency=1.0,
+                                    layer_overhead_seconds=0.0)
     dec = tr.flops_per_token(L8, seq_len=1152, causal=False).forward_flops * 32
     pre = tr.flops_per_token(L8, seq_len=1024, causal=True)
     pre = 0.125 * (1024 * (pre.forward_flops - pre.unembedding_flops) + pre.unembedding_flops)
@@ -244,7 +245,8 @@ def test_verifying_drafts_costs_one_step_while_memory_bound_and_more_when_comput
 def test_time_to_first_token_is_the_prefill():
     # The first token comes from the prefill's logits at the prompt's last position: TTFT = prefill,
     # max(FLOPs of 1024 causal tokens with one logit row / 990 TFLOP/s, weights + cache written / 3.4 TB/s).
-    e = _e(batch=1, prompt=1024, output=256, bandwidth_efficiency=1.0, compute_efficiency=1.0)
+    e = _e(batch=1, prompt=1024, output=256, bandwidth_efficiency=1.0, compute_efficiency=1.0,
+           layer_overhead_seconds=0.0)
     f = tr.flops_per_token(L8, seq_len=1024, causal=True)
     flops = 1024 * (f.forward_flops - f.unembedding_flops) + f.unembedding_flops
     hand = max(flops / 990e12, (L8_STREAMED + 1024 * L8_KV_TOKEN) / 3.4e12)
@@ -296,3 +298,30 @@ def test_a_static_batch_runs_its_prefill_then_output_len_minus_one_steps():
     t = e.prefill_batch_seconds + 127 * e.per_token_latency_seconds
     assert e.end_to_end_seconds == pytest.approx(t)
     assert e.end_to_end_output_tokens_per_s_per_chip == pytest.approx(16 * 128 / t)
+
+
+def test_every_forward_pass_pays_the_per_layer_overhead_once_per_layer():
+    # 100 us per layer: Llama 3 8B's 32 layers add 3.2 ms to the prefill (TTFT) and to each decode step;
+    # with 2 pipeline stages each stage pays its 16 layers and a token crosses both: still 3.2 ms a token.
+    kw = dict(batch=8, bandwidth_efficiency=0.8, compute_efficiency=0.5)
+    base, slow = _e(layer_overhead_seconds=0.0, **kw), _e(layer_overhead_seconds=1e-4, **kw)
+    assert slow.ttft_seconds - base.ttft_seconds == pytest.approx(32e-4, rel=1e-9)
+    assert slow.per_token_latency_seconds - base.per_token_latency_seconds == pytest.approx(32e-4, rel=1e-9)
+    assert slow.decode.overhead_seconds == pytest.approx(32e-4) and slow.decode.parts()["overhead"] == slow.decode.overhead_seconds
+    base, slow = _e(pp=2, layer_overhead_seconds=0.0, **kw), _e(pp=2, layer_overhead_seconds=1e-4, **kw)
+    assert slow.decode.overhead_seconds == pytest.approx(16e-4)
+    assert slow.per_token_latency_seconds - base.per_token_latency_seconds == pytest.approx(32e-4, rel=1e-9)
+    # the overhead is fixed: it does not grow with the batch
+    big = _e(layer_overhead_seconds=1e-4, batch=64, bandwidth_efficiency=0.8, compute_efficiency=0.5)
+    assert big.decode.overhead_seconds == pytest.approx(32e-4)
+
+
+def test_the_gpu_default_includes_the_fitted_per_layer_overhead_and_tpus_have_none():
+    assert inf.default_layer_overhead("tpu-v5e") == 0.0
+    lo = inf.default_layer_overhead("h100")
+    assert lo > 0 and _e().decode.overhead_seconds == pytest.approx(32 * lo)
+
+
+def test_a_negative_layer_overhead_is_refused():
+    with pytest.raises(scalebook.Error, match="layer_overhead_seconds"):
+        _e(layer_overhead_seconds=-1e-6)
