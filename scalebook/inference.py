@@ -95,13 +95,21 @@ class Deployment:
     #: "auto" picks "batch" when tp does not divide the heads or exceeds the kv heads (MQA),
     #: "heads" otherwise; `resolve` fixes it for a model.
     attention: str = "auto"
+    #: Stored dtype of every weight outside the MLP (attention projections, norms, router,
+    #: embeddings) when it differs from `weights`, which then covers the MLP and experts only: Meta
+    #: served Llama 3 405B with fp8 FFN weights and bf16 attention (Dubey et al. 2024, section 6.2;
+    #: their first and last layers stay bf16 too, which this does not model). None: as `weights`.
+    attention_weights: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "ep", "pp"):
             _positive_int(name, getattr(self, name))
         if self.attention not in ("heads", "batch", "auto"):
             raise Error(f"unknown attention split {self.attention!r}; valid: heads, batch, auto")
-        for name, valid in (("weights", WEIGHT_DTYPES), ("kv", KV_DTYPES), ("activations", ("bf16", "fp16", "fp32"))):
+        checks = [("weights", WEIGHT_DTYPES), ("kv", KV_DTYPES), ("activations", ("bf16", "fp16", "fp32"))]
+        if self.attention_weights is not None:
+            checks.append(("attention_weights", WEIGHT_DTYPES))
+        for name, valid in checks:
             raw = getattr(self, name)
             value = units.canonical_dtype(raw) if isinstance(raw, str) and raw in units.DTYPE_BYTES else None
             if value not in valid:
@@ -111,6 +119,11 @@ class Deployment:
     @property
     def chips(self) -> int:
         return self.tp * self.ep * self.pp
+
+    @property
+    def attention_dtype(self) -> str:
+        """Stored dtype of the weights outside the MLP: `attention_weights`, else `weights`."""
+        return self.attention_weights or self.weights
 
     def replace(self, **changes) -> "Deployment":
         kw = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -127,7 +140,9 @@ class Deployment:
     def label(self) -> str:
         parts = [f"{k.upper()}{getattr(self, k)}" for k in ("tp", "ep", "pp") if getattr(self, k) > 1] or ["1 chip"]
         split = ", attention by batch" if self.attention == "batch" and self.tp > 1 else ""
-        return f"{' x '.join(parts)} ({self.weights} weights, {self.kv} KV{split})"
+        w = (f"{self.weights} MLP and {self.attention_weights} other weights"
+             if self.attention_weights not in (None, self.weights) else f"{self.weights} weights")
+        return f"{' x '.join(parts)} ({w}, {self.kv} KV{split})"
 
     def __repr__(self) -> str:
         return f"Deployment({self.label()})"
@@ -364,7 +379,8 @@ class ServingEstimate:
         d = self.deployment
         return {
             "model": self.model_name, "chip": self.chip.name, "chips": self.chips,
-            "deployment": {"tp": d.tp, "ep": d.ep, "pp": d.pp, "weights": d.weights, "kv": d.kv, "label": d.label()},
+            "deployment": {"tp": d.tp, "ep": d.ep, "pp": d.pp, "weights": d.weights,
+                           "attention_weights": d.attention_dtype, "kv": d.kv, "label": d.label()},
             "batch": self.batch, "max_batch": self.max_batch, "workspace_tokens": self.workspace_tokens,
             "prompt_len": self.prompt_len,
             "output_len": self.output_len, "bandwidth_efficiency": self.bandwidth_efficiency,
@@ -425,13 +441,15 @@ def _parts(model: Transformer) -> _Parts:
 
 
 def weights_per_chip(model: Transformer, d: Deployment) -> float:  # noqa: D401
-    """Bytes of weights one chip holds: everything / (tp pp), routed experts further / ep."""
+    """Bytes of weights one chip holds: everything / (tp pp), routed experts further / ep; the MLP
+    and experts at `weights` bytes, the rest at `attention_weights` bytes (`Deployment`)."""
     model = _as_model(model)
     _instance('deployment', d, Deployment)
     p = tr.params(model)
-    b = units.dtype_bytes(d.weights)
-    dense = p.total_params - p.routed_expert_params
-    return (dense / (d.tp * d.pp) + p.routed_expert_params / (d.tp * d.pp * d.ep)) * b
+    b, b_other = units.dtype_bytes(d.weights), units.dtype_bytes(d.attention_dtype)
+    mlp = p.mlp_params + p.shared_expert_params
+    other = p.total_params - p.routed_expert_params - mlp
+    return (mlp * b + other * b_other) / (d.tp * d.pp) + p.routed_expert_params * b / (d.tp * d.pp * d.ep)
 
 
 def kv_bytes_per_sequence_per_chip(model: Transformer, d: Deployment, tokens: int) -> float:
@@ -478,9 +496,10 @@ def _tp_axis(topo: Topology) -> str | None:
     return "tp" if "tp" in topo.names and topo.axis("tp").size > 1 else None
 
 
-def _compute_dtype(c: Chip, d: Deployment) -> str:
-    """fp8 (or fp4) weights run fp8 matmuls where the chip has them; integer weights are upcast."""
-    return c.compute_dtype("fp8") if d.weights in ("fp8", "fp4") else "bf16"
+def _rate(c: Chip, dtype: str) -> float:
+    """Peak FLOP/s of matmuls on weights (or operands) stored as `dtype`: fp8 (or fp4) run fp8 matmuls
+    where the chip has them; integer weights are upcast and every other dtype runs at the bf16 rate."""
+    return c.peak_flops_per_s(c.compute_dtype("fp8") if dtype in ("fp8", "fp4") else "bf16")
 
 
 def _step(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, sequences: float, new_tokens: int,
@@ -501,25 +520,35 @@ def _mixed(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, decode
     weights: one roofline, max(FLOPs of both / peak, weights once + KV read and written / HBM),
     plus the collectives of all the step's tokens (module docstring)."""
     parts = _parts(model)
-    b_w, b_a = units.dtype_bytes(d.weights), units.dtype_bytes(d.activations)
+    b_w, b_o, b_a = (units.dtype_bytes(x) for x in (d.weights, d.attention_dtype, d.activations))
     dec_tokens, pre_tokens = decode_sequences * decode_tokens, prompts * prompt_len
     tokens = dec_tokens + pre_tokens
     local_tokens = tokens / d.ep
     L, stage = model.layers, model.layers / d.pp
-    dense_w = (parts.attention_params * L + parts.dense_mlp_params + parts.shared_params) / L
+    mlp_w = (parts.dense_mlp_params + parts.shared_params) / L
     expert_w = _experts_touched(model, d, tokens) * parts.expert_params * model.moe_layers / L
-    w_read = (dense_w + expert_w) * stage * b_w / d.tp + parts.embedding_params * b_w / (d.tp * d.pp)
-    kv = flops = 0.0
+    layer_bytes = parts.attention_params * b_o + (mlp_w + expert_w) * b_w  # one layer's weights read
+    w_read = layer_bytes * stage / d.tp + parts.embedding_params * b_o / (d.tp * d.pp)
+    kv = 0.0
+    # FLOPs by the rate they run at: the MLP's at the weights' dtype, attention projections, router and
+    # unembedding at the other weights' dtype, QK^T and AV (two activations) at the bf16 rate
+    mlp = other = scores = 0.0
     if prompts:  # writes the prompts' keys and values; needs logits at each prompt's last position only
         kv += kv_bytes_per_sequence_per_chip(model, d, prompt_len) * prompts / d.ep
         fl = tr.flops_per_token(model, seq_len=prompt_len, causal=True)
-        flops += (fl.forward_flops - fl.unembedding_flops) * pre_tokens + fl.unembedding_flops * prompts
+        mlp += fl.mlp_flops * pre_tokens
+        other += (fl.attention_projection_flops + fl.router_flops) * pre_tokens + fl.unembedding_flops * prompts
+        scores += fl.attention_score_flops * pre_tokens
     if decode_sequences:  # reads the whole context; every new token attends to all of it and needs logits
         kv += kv_bytes_per_sequence_per_chip(model, d, 1) * context * decode_sequences / d.ep
         fl = tr.flops_per_token(model, seq_len=context, causal=False)
-        flops += fl.forward_flops * dec_tokens
-    flops /= d.tp * d.ep * d.pp
-    compute = flops / (c.peak_flops_per_s(_compute_dtype(c, d)) * c_eff)
+        mlp += fl.mlp_flops * dec_tokens
+        other += (fl.attention_projection_flops + fl.router_flops + fl.unembedding_flops) * dec_tokens
+        scores += fl.attention_score_flops * dec_tokens
+    share = d.tp * d.ep * d.pp
+    flops = (mlp + other + scores) / share
+    compute = (mlp / _rate(c, d.weights) + other / _rate(c, d.attention_dtype) + scores / _rate(c, "bf16")) \
+        / (share * c_eff)
     memory = (w_read + kv) / (c.hbm_bytes_per_s * bw_eff)
     tp = ep = pp = 0.0
     if d.tp > 1:
@@ -530,7 +559,7 @@ def _mixed(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, decode
             tp += 2 * stage * collectives.all_to_all(topo, axes=_group(topo, "tp"), bytes_=v).seconds
         if prompts and not decode_sequences:  # a big prefill may instead gather each layer's weights and
             # keep its tokens in place (Pope et al. 2022's weight-gathered layout): whichever moves less
-            gather = collectives.all_gather(topo, axes=_group(topo, "tp"), bytes_=(dense_w + expert_w) * b_w).seconds
+            gather = collectives.all_gather(topo, axes=_group(topo, "tp"), bytes_=layer_bytes).seconds
             tp = min(tp, stage * gather)
     if d.ep > 1:
         v = d.ep * local_tokens * model.experts_per_token * model.d_model * b_a

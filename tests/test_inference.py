@@ -325,3 +325,36 @@ def test_the_gpu_default_includes_the_fitted_per_layer_overhead_and_tpus_have_no
 def test_a_negative_layer_overhead_is_refused():
     with pytest.raises(scalebook.Error, match="layer_overhead_seconds"):
         _e(layer_overhead_seconds=-1e-6)
+
+
+def test_long_prefill_prices_attention_scores_at_the_bf16_rate_and_weight_matmuls_at_fp8():
+    # Llama 3 8B, fp8 weights on an H100, one 32k-token prompt at 100%: the weight matmuls (MLP,
+    # projections, one logit row) run at the fp8 peak, QK^T and AV (two bf16 activations) at the bf16 peak.
+    c = scalebook.chip("h100")
+    e = _e(batch=1, prompt=32768, output=1, weights="fp8", bandwidth_efficiency=1.0, compute_efficiency=1.0,
+           layer_overhead_seconds=0.0)
+    f = tr.flops_per_token(L8, seq_len=32768, causal=True)
+    weights = 32768 * (f.mlp_flops + f.attention_projection_flops + f.router_flops) + f.unembedding_flops
+    hand = weights / c.flops_per_s["fp8"] + 32768 * f.attention_score_flops / c.flops_per_s["bf16"]
+    assert e.prefill.compute_seconds == pytest.approx(hand, rel=1e-9)
+    all_fp8 = (weights + 32768 * f.attention_score_flops) / c.flops_per_s["fp8"]
+    assert e.prefill.compute_seconds > 1.1 * all_fp8  # at 32k the scores are a real share
+
+
+def test_fp8_mlp_weights_beside_bf16_attention_as_meta_served_llama3():
+    # Llama 3 8B: MLP 32 layers x 3 x 4096 x 14336 = 5,637,144,576 parameters at 1 byte; the other
+    # 8,030,261,248 - 5,637,144,576 = 2,393,116,672 (attention, norms, embeddings) at 2 bytes.
+    d = Deployment(weights="fp8", attention_weights="bf16")
+    mlp = 32 * 3 * 4096 * 14336
+    assert inf.weights_per_chip(L8, d) == pytest.approx(mlp * 1 + (8_030_261_248 - mlp) * 2)
+    # a decode step at batch 1 streams them all but the input embedding rows (gathered)
+    e = _e(batch=1, deployment=d)
+    assert e.decode.weight_bytes_read == pytest.approx(mlp + (8_030_261_248 - mlp - 128256 * 4096) * 2)
+    assert "fp8 MLP and bf16 other weights" in d.label()
+    assert Deployment(weights="fp8", attention_weights="fp8").label() == Deployment(weights="fp8").label()
+    assert d.replace(weights="bf16").attention_dtype == "bf16" and Deployment(weights="fp8").attention_dtype == "fp8"
+
+
+def test_an_unknown_attention_weight_dtype_is_refused_by_name():
+    with pytest.raises(scalebook.Error, match="attention_weights"):
+        Deployment(attention_weights="fp7")
