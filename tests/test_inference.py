@@ -358,3 +358,46 @@ def test_fp8_mlp_weights_beside_bf16_attention_as_meta_served_llama3():
 def test_an_unknown_attention_weight_dtype_is_refused_by_name():
     with pytest.raises(scalebook.Error, match="attention_weights"):
         Deployment(attention_weights="fp7")
+
+
+def _break_even(**kw):
+    base = dict(chip="h100", deployment=Deployment(), output_len=1, acceptance_rate=0.8, draft_tokens=4,
+                draft_cost_ratio=0.05, bandwidth_efficiency=1.0, compute_efficiency=1.0, layer_overhead_seconds=0.0)
+    base.update(kw)
+    return serving.speculation_break_even_batch(L8, **base)
+
+
+def test_speculation_stops_paying_where_the_verify_step_costs_more_than_its_tokens():
+    # Llama 3 8B, bf16, one H100 at 100%, 128 tokens of context, a = 0.8, g = 4, c = 0.05:
+    # a round yields T = (1 - 0.8^5) / 0.2 = 3.3616 tokens for g c + v = 0.2 + v steps: it pays while
+    # v < 3.1616. Per sequence a plain step computes C = FLOPs of a token / 990 TFLOP/s and reads
+    # K = 128 tokens of cache / 3.4 TB/s, beside the weights M0 = streamed bytes / 3.4 TB/s. Where the
+    # plain step is memory-bound (M0 + K B) and the verify step compute-bound (5 C B),
+    # v = 5 C B / (M0 + K B) = 3.1616 at B* = 3.1616 M0 / (5 C - 3.1616 K).
+    T = (1 - 0.8 ** 5) / 0.2
+    C = tr.flops_per_token(L8, seq_len=128, causal=False).forward_flops / 990e12
+    K, M0 = 128 * L8_KV_TOKEN / 3.4e12, L8_STREAMED / 3.4e12
+    b_star = (T - 0.2) * M0 / (5 * C - (T - 0.2) * K)
+    assert M0 + K * b_star > C * b_star and 5 * C * b_star > M0 + K * b_star  # the regimes assumed
+    assert _break_even(prompt_len=128) == int(b_star)
+
+
+def test_speculation_that_pays_at_every_batch_that_fits_has_no_break_even():
+    # At 2048 tokens of context the cache read per sequence (2048 x 131072 B / 3.4 TB/s = 79 us)
+    # exceeds even 5 tokens' FLOPs per sequence (5 x 17.1 GFLOP / 990 TFLOP/s = 86 us) so little that
+    # v stays below 86 / 79 = 1.09 < 3.16: speculation pays at every batch: None.
+    assert _break_even(prompt_len=2048) is None
+
+
+def test_speculation_with_a_costly_draft_never_pays():
+    # a = 0.3, g = 4, c = 0.5: T = (1 - 0.3^5) / 0.7 = 1.43 tokens for at least g c + 1 = 3 steps.
+    assert _break_even(prompt_len=128, acceptance_rate=0.3, draft_cost_ratio=0.5) == 0
+
+
+def test_speculative_speedup_prices_the_verify_step_at_the_batch():
+    l70, d = models.preset("llama3-70b"), Deployment(tp=8, weights="fp8", kv="fp8")
+    kw = dict(chip="h100", deployment=d, prompt_len=2048, output_len=1)
+    spec = dict(acceptance_rate=0.8, draft_tokens=4, draft_cost_ratio=0.05)
+    small, large = (serving.speculative_speedup(l70, batch=b, **kw, **spec) for b in (1, 1024))
+    assert small.verify_cost_ratio == pytest.approx(serving.verify_cost_ratio(l70, batch=1, draft_tokens=4, **kw))
+    assert small.speedup > 2 > 1 > large.speedup  # a latency tool at batch 1, a loss at batch 1024
