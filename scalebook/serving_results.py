@@ -3,13 +3,16 @@
 The data, `data/serving_results.json`, holds results whose sources state the chips, the batch, the
 prompt and output lengths and a measured latency or throughput: Pope et al. (2022), PaLM 540B and
 62B on TPU v4, each phase (prefill, decode) in a low-latency and a high-throughput configuration;
-and NVIDIA's TensorRT-LLM 0.9.0 performance tables, Llama 2 7B and 70B and Mixtral 8x7B on A100,
-H100 and H200, static batches timed end to end and first-token latencies. Chapter 8 sets
-`scalebook.inference`'s estimates beside them.
+and NVIDIA's TensorRT-LLM 0.9.0 performance tables, Llama 2 7B and 70B, Mistral 7B and Mixtral
+8x7B on A100, H100 and H200, static batches timed end to end and first-token latencies. Chapter 8
+sets `scalebook.inference`'s estimates beside them.
 
-Each result has a `role`: `fit` (the default efficiencies of its chip family are fitted on it,
-`fit_efficiencies`; at most a third of all results) or `validation` (predicted with the fitted
-defaults and never fitted on, `validation_report`). Every figure comes
+Each result has a `role`: `fit` (the default constants of its chip family are fitted on it,
+`fit_constants`; at most a third of all results) or `validation` (predicted with the fitted
+defaults and never fitted on, `validation_report`). The GPU fit set is, for each GPU, the static
+batch of 2,048 input and 128 output tokens and the 2,048-token first-token latency of Llama 2 7B,
+Llama 2 70B and Mixtral 8x7B, and both first-token latencies (128 and 2,048 tokens) of Mistral 7B:
+the per-layer overhead needs short forward passes to be fitted on. Every figure comes
 from the source named by `source` (a key of `book/references.bib`) at `where`; `inferred` names the
 fields deduced, or computed from other reported figures, rather than stated, and `notes` says from
 what. `None` means the source does not say.
