@@ -42,7 +42,10 @@ gigabyte (TensorRT-LLM's tuning guide speaks of the exposed CPU runtime of each 
 kernels to cut it; nvidia2024trtllmbest). It dominates short forward passes (a 128-token prompt,
 a decode step at small batch). The model adds it to the step; a real engine overlaps some of it
 with work (launches queued ahead of a long kernel), so at large steps the additive form overcharges
-a little.
+a little. The GPU value is fitted on TensorRT-LLM 0.9.0 runs whose benchmark commands pass no
+CUDA-graph option (nvidia2024trtllmperf): an engine that replays each decode step as one captured
+CUDA graph pays much less of it, and a reader modelling one should pass a smaller
+`layer_overhead_seconds`.
 
 Efficiencies and overhead are explicit parameters (`bandwidth_efficiency`, `compute_efficiency`,
 `layer_overhead_seconds`); their defaults per chip family (TPU, GPU) come from
