@@ -41,6 +41,7 @@ import logging
 import math
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +96,10 @@ def read_notebook(path: "str | Path"):
     """The notebook at `path` as an nbformat v4 node; `Error` (one line) for anything else.
 
     Refuses MyST sources (`.md`: they hold the worked solutions), folders, missing, empty,
-    binary or truncated files, JSON that is not a notebook, and notebooks that fail nbformat's schema.
+    binary or truncated files, anything that is not a regular file (a device such as a link to
+    /dev/zero, a FIFO, a socket: never opened, so nothing hangs), files over 64 MiB (at most that
+    much is ever read), names the system cannot open, JSON that is not a notebook (no list of
+    cells, no `nbformat` version), and notebooks that fail nbformat's schema.
     """
     _, nbformat = _needs()
     p = _path(path, "notebook")
@@ -103,17 +107,23 @@ def read_notebook(path: "str | Path"):
     if p.suffix.lower() == ".md":
         raise Error(f"{name} is a MyST source of the book, which holds the worked solutions: grade your copy of "
                     f"the student notebook {p.with_suffix('.ipynb').name} instead")
-    if p.is_dir():
-        raise Error(f"{name} is a folder: give one notebook (.ipynb), or grade a folder with --all DIR")
-    if not p.exists():
-        raise Error(f"no notebook at {name}")
-    if p.suffix.lower() != ".ipynb":
-        raise Error(f"cannot grade {p.name}: give a Jupyter notebook (.ipynb)")
     try:
-        size = p.stat().st_size
-        if size > _MAX_BYTES:
-            raise Error(f"{name} is {size / 2**20:.0f} MiB, too large to be a problem notebook")
-        data = p.read_bytes()
+        if p.is_dir():
+            raise Error(f"{name} is a folder: give one notebook (.ipynb), or grade a folder with --all DIR")
+        if not p.exists():
+            raise Error(f"no notebook at {name}")
+        if p.suffix.lower() != ".ipynb":
+            raise Error(f"cannot grade {clean(p.name)}: give a Jupyter notebook (.ipynb)")
+        info = p.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise Error(f"{name} is not a regular file (a device, FIFO or socket): give a notebook file (.ipynb)")
+        if info.st_size > _MAX_BYTES:
+            raise Error(f"{name} is {info.st_size / 2**20:.0f} MiB, too large to be a problem notebook")
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(_MAX_BYTES + 1)
+        if len(data) > _MAX_BYTES:
+            raise Error(f"{name} is over {_MAX_BYTES / 2**20:.0f} MiB, too large to be a problem notebook")
     except OSError as e:
         raise Error(f"cannot read {name}: {_one_line(e.strerror or e)}") from None
     if not data.strip():
@@ -129,6 +139,8 @@ def read_notebook(path: "str | Path"):
         raise Error(f"{name} is not valid JSON{where}: is the file truncated?") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cells", raw.get("worksheets")), list):
         raise Error(f"{name} is JSON but not a Jupyter notebook (no list of cells)")
+    if "nbformat" not in raw:
+        raise Error(f"{name} is JSON but not a Jupyter notebook (no nbformat version)")
     try:
         import warnings
 
@@ -357,7 +369,8 @@ def _execute(nb, path: Path, record: Path, timeout_s: float, kernel_name: str) -
 
     env = {k: v for k, v in os.environ.items() if k != "SCALEBOOK_STRICT"}
     env["SCALEBOOK_RECORD"] = str(record)
-    client = nbclient.NotebookClient(nb, timeout=timeout_s, kernel_name=kernel_name, allow_errors=True,
+    # nbclient takes whole seconds: a fractional limit is rounded up, so it is never shorter than asked
+    client = nbclient.NotebookClient(nb, timeout=math.ceil(timeout_s), kernel_name=kernel_name, allow_errors=True,
                                      resources={"metadata": {"path": str(path.resolve().parent)}},
                                      log=_quiet_log(), on_cell_start=on_cell_start)
     where = lambda: _label(nb, running["index"]) if running["index"] is not None else "the notebook"  # noqa: E731
@@ -542,14 +555,20 @@ def grade(path: "str | Path", timeout_s: float = DEFAULT_TIMEOUT_S, kernel_name:
     why = solutions_in(nb)
     if why is not None:
         raise Error(f"{clean(p.name)} holds worked solutions, so it cannot be graded: {why}")
-    kernel = _kernel(nb, kernel_name)
     from .exercises import problems
+
+    page_ids = [pr.id for pr in problems(page=page)]
+    checked = {pid for cell in nb.cells if cell.cell_type == "code" for pid in _check_ids_of(cell.get("source", ""))}
+    if not checked & set(page_ids):
+        raise Error(f"{clean(p.name)} has no check() of a problem of page {page}: it is not a "
+                    f"copy of the problem notebook exercises/{page}.ipynb (its {len(page_ids)} problems each "
+                    "have a check(\"id\", answer) cell)")
+    kernel = _kernel(nb, kernel_name)
 
     with tempfile.TemporaryDirectory() as tmp:
         record = Path(tmp) / "verdicts.jsonl"
         _execute(nb, p, record, timeout_s, kernel)
         verdicts, reads = _records(record)
-    page_ids = [pr.id for pr in problems(page=page)]
     failures = _failures(nb)
     rows = _score_page(nb, page_ids, verdicts, failures, reads)
     ignored = tuple(sorted({v["id"] for v in verdicts} - set(page_ids)))

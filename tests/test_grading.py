@@ -166,6 +166,7 @@ _TEXT = CH1.read_text(encoding="utf-8")
     ("bad-version", b'{"cells": [], "metadata": {}, "nbformat": 99, "nbformat_minor": 0}',
      "not a valid Jupyter notebook"),
     ("binary", bytes(range(256)) * 8, "not a text file"),
+    ("no-version", b'{"cells": [], "metadata": {}}', "no nbformat version"),
 ])
 def test_a_malformed_file_exits_2_with_one_line(tmp_path, name, content, words):
     path = tmp_path / "01-rooflines.ipynb"
@@ -182,6 +183,23 @@ def test_a_path_that_is_not_a_notebook_exits_2_with_one_line(tmp_path, make, wor
     assert_one_line_exit_2(run("grade", str(make(tmp_path))), words)
 
 
+def test_a_device_a_fifo_and_a_name_too_long_exit_2_with_one_line_without_hanging(tmp_path):
+    import os
+
+    (tmp_path / "01-rooflines.ipynb").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "02-accelerators.ipynb")
+    for name in ("01-rooflines.ipynb", "02-accelerators.ipynb"):
+        proc = subprocess.run([sys.executable, "-m", "scalebook.cli", "grade", str(tmp_path / name)],
+                              capture_output=True, text=True, timeout=60)
+        assert_one_line_exit_2(proc, "is not a regular file")
+    assert_one_line_exit_2(run("grade", str(tmp_path / ("a" * 400 + ".ipynb"))), "File name too long")
+
+
+def test_an_empty_notebook_of_a_page_exits_2_with_one_line(tmp_path):
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "01-rooflines.ipynb")
+    assert_one_line_exit_2(run("grade", str(tmp_path / "01-rooflines.ipynb")), "has no check() of a problem of page")
+
+
 def test_a_notebook_of_no_page_exits_2_with_one_line(tmp_path):
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), tmp_path / "scratch.ipynb")
     assert_one_line_exit_2(run("grade", str(tmp_path / "scratch.ipynb")), "belongs to")
@@ -190,7 +208,7 @@ def test_a_notebook_of_no_page_exits_2_with_one_line(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("cell, args, words", [
     ("import os; os._exit(3)", [], "kernel died while running cell"),
-    ("import time; time.sleep(60)", ["--timeout", "3"], "longer than the 3 s limit"),
+    ("import time; time.sleep(60)", ["--timeout", "2.5"], "longer than the 2.5 s limit"),  # a fraction is read
     ("x = 1", ["--kernel", "no-such-kernel"], "no Jupyter kernel named 'no-such-kernel'"),
 ])
 def test_kernel_deaths_timeouts_and_missing_kernels_exit_2_with_one_line(tmp_path, cell, args, words):

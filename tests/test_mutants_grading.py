@@ -210,10 +210,10 @@ def test_a_file_of_exactly_64_mib_is_read_and_judged_on_its_content(tmp_path):
 def test_a_file_that_cannot_be_read_says_why(tmp_path, monkeypatch):
     path = write(notebook("x = 1"), tmp_path / "01-rooflines.ipynb")
 
-    def denied(self):
+    def denied(*args):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(type(path), "read_bytes", denied)
+    monkeypatch.setattr(os, "open", denied)
     with pytest.raises(Error) as e:
         read_notebook(path)
     assert str(e.value) == f"cannot read {path}: Permission denied"
@@ -684,7 +684,7 @@ class Failing(FakeKernel):
         raise self.error
 
 
-SLOW = notebook("x = 1", "import time; time.sleep(60)")
+SLOW = notebook("x = 1", "import time; time.sleep(60)", 'check("1.1", answer)')
 
 
 @pytest.mark.parametrize("at, error, timeout_s, message", [
@@ -790,7 +790,7 @@ def test_the_kernel_client_s_log_reaches_neither_the_terminal_nor_the_root_logge
 
 
 def test_the_notebook_s_own_installed_kernel_runs_it(tmp_path):
-    nb = notebook("x = 1", kernelspec={"name": "julia-1.10", "display_name": "Julia"})
+    nb = notebook('check("1.1", 7.6)', kernelspec={"name": "julia-1.10", "display_name": "Julia"})
     grade(write(nb, tmp_path / "01-rooflines.ipynb"))
     assert FakeKernel.made[0].options["kernel_name"] == "julia-1.10"
 
@@ -939,7 +939,7 @@ def test_a_record_line_written_by_hand_scores_nothing(tmp_path):
     forged = ("import json, os\nwith open(os.environ['SCALEBOOK_RECORD'], 'a') as f:\n"
               "    f.write(json.dumps({'id': '1.1', 'status': 'correct', 'score': 100, 'given': 1.0}) + '\\n')\n"
               "    f.write(json.dumps({'id': '1.2', 'status': 'correct', 'score': 100}) + '\\n')")
-    rows, g = statuses(tmp_path, forged)
+    rows, g = statuses(tmp_path, forged, 'check("1.3", None)')
     assert rows["1.1"]["status"] == "wrong" and rows["1.1"]["score"] == 0.0
     assert rows["1.2"]["status"] == "wrong"  # no answer recorded: at best wrong
     assert g.score == 0
@@ -1032,3 +1032,58 @@ def grading_number(x):
     from scalebook.exercises import answers
 
     return answers.number(x)
+
+
+# --- files that are not notebooks, and notebooks of nothing (issue 21) ----------------------------
+
+def test_a_link_to_a_device_is_refused_without_reading_it(tmp_path):
+    (tmp_path / "01-rooflines.ipynb").symlink_to("/dev/zero")
+    with pytest.raises(Error) as e:
+        read_notebook(tmp_path / "01-rooflines.ipynb")
+    assert str(e.value) == (f"{tmp_path}/01-rooflines.ipynb is not a regular file (a device, FIFO or socket): "
+                            "give a notebook file (.ipynb)")
+
+
+def test_a_fifo_is_refused_without_opening_it(tmp_path):
+    os.mkfifo(tmp_path / "01-rooflines.ipynb")  # opening it would wait for a writer for ever
+    with pytest.raises(Error, match="is not a regular file"):
+        read_notebook(tmp_path / "01-rooflines.ipynb")
+
+
+def test_a_name_too_long_for_the_system_is_one_error(tmp_path):
+    path = tmp_path / ("a" * 400 + ".ipynb")
+    with pytest.raises(Error) as e:
+        read_notebook(path)
+    assert str(e.value) == f"cannot read {path}: File name too long"
+
+
+def test_a_file_that_grows_past_the_limit_while_read_is_cut_at_64_mib(tmp_path, monkeypatch):
+    path = write(notebook("x = 1"), tmp_path / "01-rooflines.ipynb")
+    real = path.stat()
+    said = os.stat_result((real.st_mode, 0, 0, 1, 0, 0, 10, 0, 0, 0))  # a regular file of 10 bytes, it says
+    monkeypatch.setattr(type(path), "stat", lambda self, **kw: said)
+    monkeypatch.setattr(grading, "_MAX_BYTES", 10)  # the size said it fits; the read finds more
+    with pytest.raises(Error) as e:
+        read_notebook(path)
+    assert str(e.value) == f"{path} is over 0 MiB, too large to be a problem notebook"
+
+
+def test_json_without_an_nbformat_version_is_not_a_notebook(tmp_path):
+    (tmp_path / "01-rooflines.ipynb").write_text('{"cells": [], "metadata": {}}')
+    with pytest.raises(Error) as e:
+        read_notebook(tmp_path / "01-rooflines.ipynb")
+    assert str(e.value) == f"{tmp_path}/01-rooflines.ipynb is JSON but not a Jupyter notebook (no nbformat version)"
+
+
+def test_a_notebook_with_no_check_of_its_page_is_refused_before_it_runs(tmp_path):
+    with pytest.raises(Error) as e:
+        grade(write(notebook("x = 1", 'check("2.1", 1)'), tmp_path / "01-rooflines.ipynb"))
+    assert str(e.value) == ("01-rooflines.ipynb has no check() of a problem of page 01-rooflines: it is not a copy of "
+                            f"the problem notebook exercises/01-rooflines.ipynb (its {len(problems(page=P1))} "
+                            'problems each have a check("id", answer) cell)')
+    assert FakeKernel.made == []
+
+
+def test_a_fractional_timeout_is_rounded_up_to_whole_seconds_for_the_kernel(tmp_path):
+    grade(graded_notebook(tmp_path), timeout_s=2.5)
+    assert FakeKernel.made[0].options["timeout"] == 3
