@@ -299,3 +299,21 @@ def test_signs_and_zeros_are_named():
 def test_close_names_binary_prefixes_for_sizes():
     r = check("0.5", 80 * 1.024)
     assert r.status == "close" and "KiB vs kB" in r.message
+
+
+@pytest.mark.parametrize("unit, asks", [("kB", "a size in kB"), ("GB", "a size in GB"), ("B", "a size in bytes"),
+                                        ("hop", "a number of hops"), ("token", "a number of tokens"),
+                                        ("days", "a time in days"), ("GB/s", "a bandwidth in GB/s")])
+def test_what_a_problem_asks_for_reads_as_english(unit, asks):
+    from scalebook.exercises.answers import asks_for
+
+    assert asks_for(unit) == asks
+
+
+@pytest.mark.parametrize("x, unit, shown", [(10, "hop", "10 hops"), (1, "hop", "1 hop"), (1, "days", "1 day"),
+                                            (3, "days", "3 days"), (1, "token", "1 token"), (2, "chip", "2 chips"),
+                                            (10, "kB", "10 kB")])
+def test_counted_units_agree_with_their_number(x, unit, shown):
+    from scalebook.exercises.answers import show
+
+    assert show(x, unit) == shown

@@ -291,3 +291,26 @@ def test_malformed_record_lines_are_skipped(tmp_path):
     record.write_text('{"id": "1.1", "status": "correct", "score": 1.0, "message": "ok"}\nnot json\n'
                       '{"id": "1.2", "status": "splendid"}\n[1, 2]\n')
     assert [v["id"] for v in _verdicts(record)] == ["1.1"]
+
+
+def test_the_note_column_wraps_to_the_terminal_width_under_itself():
+    from scalebook.commands.grade import noted_table
+
+    long = "the sign is wrong, and too large by a factor between 2 and 10; hint: " + "count both copies " * 6
+    text = noted_table([{"id": "1.1", "status": "wrong", "score": "0", "note": long},
+                        {"id": "1.10", "status": "correct", "score": "1", "note": "7.6 ms is right"}], width=60)
+    lines = text.splitlines()
+    assert all(len(line) <= 60 for line in lines), lines
+    indent = len("1.10  correct  1      ")
+    assert lines[0] == "id    status   score  note" and lines[2].startswith("1.1   wrong    0      the sign is wrong")
+    continued = [ln for ln in lines[3:] if ln.startswith(" ")]
+    assert continued and all(ln[:indent].isspace() and not ln[indent].isspace() for ln in continued)
+    assert " ".join(ln.strip() for ln in [lines[2][indent:]] + continued) == long.strip()
+    assert lines[-1] == "1.10  correct  1      7.6 ms is right"  # no padding after the text
+
+
+def test_a_narrow_terminal_still_leaves_30_characters_for_the_note():
+    from scalebook.commands.grade import noted_table
+
+    lines = noted_table([{"id": "1.1", "status": "wrong", "score": "0", "note": "x " * 40}], width=10).splitlines()
+    assert max(len(ln) for ln in lines[2:]) <= len("1.1  wrong   0      ") + 30
