@@ -317,3 +317,34 @@ def test_counted_units_agree_with_their_number(x, unit, shown):
     from scalebook.exercises.answers import show
 
     assert show(x, unit) == shown
+
+
+def test_check_prints_its_verdict_in_a_plain_script(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "mine.py"
+    script.write_text("from scalebook.exercises import check\ncheck('1.1', None)\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "· 1.1 missing: no answer yet: set `answer` to a time in ms\n"
+
+
+def test_check_prints_nothing_where_the_result_is_shown_anyway(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setattr(sys, "ps1", ">>> ", raising=False)  # the interactive prompt echoes the result
+    check("0.2", 24650)
+    monkeypatch.delattr(sys, "ps1")
+
+    class Shell:
+        pass
+
+    class IPython:
+        @staticmethod
+        def get_ipython():
+            return Shell()
+
+    monkeypatch.setitem(sys.modules, "IPython", IPython)  # Jupyter displays the cell's last value
+    check("0.2", 24650)
+    assert capsys.readouterr().out == ""

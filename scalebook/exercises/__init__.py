@@ -193,6 +193,8 @@ def check(id: str, answer: object) -> CheckResult:
     decimal commas and mismatched units are refused); else `correct`, `close` or `wrong`. Only an
     unknown problem id raises (`Error`), since no answer can fix that. In strict mode
     (SCALEBOOK_STRICT=1) raises `AnswerError` unless the answer is correct. Never evaluates code.
+    In a plain script (no IPython shell, not the interactive prompt) it also prints the verdict,
+    since nothing else would show it; Jupyter and the prompt show the returned result themselves.
     """
     if not isinstance(id, str):
         raise Error(f"check() takes the problem id as a string, like check(\"1.1\", answer); got {id!r}")
@@ -213,6 +215,8 @@ def check(id: str, answer: object) -> CheckResult:
         if given is not None:
             result = _verdict(p, given, _solve_quietly(p))
     _record(result)
+    if _plain_script():
+        print(repr(result), flush=True)
     if os.environ.get("SCALEBOOK_STRICT") == "1" and result.status != "correct":
         raise AnswerError(f"problem {id}: {result.message}")
     return result
@@ -243,6 +247,16 @@ def _verdict(p: Problem, given: float, expected: float) -> CheckResult:
         return result("close", f"{show(given)} is just {'above' if lr > 0 else 'below'} the key, outside the "
                                f"{_percent(p.rel_tol)} tolerance: {_close_cause(p, lr)}")
     return result("wrong", f"{show(given)}: {_diagnose(p, lr)}")
+
+
+def _plain_script() -> bool:
+    """Whether Python runs a script, where a returned result is shown nowhere: no IPython shell is
+    running and this is not the interactive prompt (`python -i`, the REPL)."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    return shell is None and not hasattr(sys, "ps1") and not sys.flags.interactive
 
 
 def _percent(x: float) -> str:
