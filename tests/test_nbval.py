@@ -71,3 +71,82 @@ def test_nbval_fails_a_worked_solution_that_misses_its_key_and_passes_one_that_r
     assert wrong.returncode == 1 and "AnswerError" in wrong.stdout, wrong.stdout[-2000:]
     right = _nbval(tmp_path, f"{get('1.1').answer()!r}")
     assert right.returncode == 0, right.stdout[-2000:]
+
+
+# --- the Colab notebooks: a chapter's quiz answers stay folded under their question (issue 19) ---
+
+QUIZ = """\
+---
+jupytext:
+  formats: md:myst
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# Sample
+
+```{exercise} Quiz: axpy
+:label: c9-quiz
+:nonumber:
+
+How intense is it?
+```
+
+```{solution} c9-quiz
+:class: dropdown
+
+One sixth of a FLOP per byte.
+```
+
+```{admonition} Quiz 2
+Which axis?
+```
+
+````{admonition} Answer
+:class: dropdown
+The X axis.
+````
+
+```{admonition} Key takeaways
+- remember
+```
+"""
+
+
+def _convert_page(tmp_path, folder):
+    (tmp_path / folder).mkdir(exist_ok=True)
+    md = tmp_path / folder / "99-sample.md"
+    md.write_text(QUIZ)
+    old = make_notebooks.ROOT
+    make_notebooks.ROOT = tmp_path
+    for name in ("_config.yml", "pyproject.toml"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    (tmp_path / "book").mkdir(exist_ok=True)
+    (tmp_path / "book" / "references.bib").write_text((ROOT / "book" / "references.bib").read_text())
+    make_notebooks.bibliography.cache_clear()
+    try:
+        nb = make_notebooks.convert(md, {})
+    finally:
+        make_notebooks.ROOT = old
+        make_notebooks.bibliography.cache_clear()
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_a_chapter_s_quiz_answers_are_folded_under_their_questions(tmp_path):
+    text = _convert_page(tmp_path, "chapters")
+    assert "How intense is it?" in text
+    assert "<details><summary><b>Answer</b></summary>\n\n\nOne sixth of a FLOP per byte.\n\n</details>" in text
+    assert "> **Quiz 2**\n>\n> Which axis?" in text
+    assert "<details><summary><b>Answer</b></summary>\n\nThe X axis.\n\n</details>" in text
+    assert "> **Key takeaways**\n>\n> - remember" in text  # an admonition that is not a dropdown stays a quote
+    assert ":class:" not in text and "```" not in text
+
+
+def test_a_problem_page_s_solutions_stay_dropped(tmp_path):
+    text = _convert_page(tmp_path, "exercises")
+    assert "One sixth" not in text and "<details>" not in text

@@ -14,6 +14,8 @@ A generated notebook is what a reader opens in Colab, and it reads like the book
   go to the site's page; admonitions become block quotes, `{math}` becomes `$...$`;
 - problem statements stay as Markdown with their `answer = None` and `check` cells; solutions are
   dropped; outputs are dropped;
+- a chapter's in-text quiz answers (`{solution}`, or an admonition with `:class: dropdown`) stay
+  folded under their question, as on the site, in a `<details>` block;
 - hidden (`remove-cell`) code cells start with `%%capture`, so they print nothing; the install
   cell is the exception (it must be able to tell the reader to restart the runtime);
 - the install cell is written here (`install_cell_source`): the repository URL comes from
@@ -217,6 +219,7 @@ class _Page:
 
     def __init__(self, md_path: Path, glued: dict[str, str]):
         self.md_path, self.glued, self.used = md_path, glued, {}
+        self.kind = KINDS.get(md_path.parent.name, "chapter")
 
     def role(self, m: re.Match) -> str:
         role, body = m.group("role"), m.group("body")
@@ -254,11 +257,23 @@ def _title(md: Path) -> str | None:
     return m.group(1).strip() if m else None
 
 
+def _folded(lines: list[str], index: int) -> bool:
+    """Whether the directive opened at `lines[index]` has the option `:class: dropdown`."""
+    for line in lines[index + 1:]:
+        stripped = line.strip()
+        if not _OPTION.match(stripped) or stripped.startswith(":::"):
+            return False
+        if re.match(r"^:class:.*\bdropdown\b", stripped):
+            return True
+    return False
+
+
 def _markdown(text: str, state: dict, page: _Page) -> str | None:
     """Rewrite one Markdown cell; returns None when nothing remains. `state` carries across cells."""
     out: list[str] = []
     stack: list[tuple[str, str]] = []  # (closing fence, kind)
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
         stripped = line.strip()
         m = _FENCE.match(stripped)
         if state.get("in_solution"):
@@ -291,6 +306,15 @@ def _markdown(text: str, state: dict, page: _Page) -> str | None:
                 out.extend([title, ""])
                 state["skip_close"] = ticks
                 continue
+            depth = sum(1 for _, k in stack if k == "quote")
+            if page.kind == "chapter" and (name == "solution" or _folded(lines, index)):
+                # A chapter's quiz answer (a `{solution}` or a dropdown admonition) stays folded
+                # under its question, as on the site: a <details> block that Jupyter and Colab render.
+                head = "Answer" if name == "solution" else (arg if name == "admonition" else name.capitalize())
+                out += [("> " * depth + f"<details><summary><b>{_ROLE.sub(page.role, head)}</b></summary>").rstrip(),
+                        ("> " * depth).rstrip()]
+                stack.append((ticks, "fold"))
+                continue
             if name in ("solution", "glue:figure", "figure", "code-cell"):
                 stack.append((ticks, "drop"))
                 continue
@@ -307,6 +331,9 @@ def _markdown(text: str, state: dict, page: _Page) -> str | None:
             kind = stack.pop()[1]
             if kind == "math":
                 out.append("$$")
+            if kind == "fold":
+                depth = sum(1 for _, k in stack if k == "quote")
+                out += [("> " * depth).rstrip(), "> " * depth + "</details>"]
             continue
         if stack and _OPTION.match(stripped):
             continue  # directive options
