@@ -99,7 +99,7 @@ def _run_all(args) -> int:
 
     def text() -> str:
         rows = [{"page": c.page, "correct": f"{c.correct} / {c.total}", "close": c.close, "wrong": c.wrong,
-                 "error": c.error, "missing": c.missing, "score": f"{c.score:g}", "notebooks": ", ".join(c.notebooks)}
+                 "error": c.error, "refused": c.refused, "missing": c.missing, "score": f"{c.score:g}", "notebooks": ", ".join(c.notebooks)}
                 for c in pr.pages]
         lines = [table(rows) if rows else "no problem notebook could be graded"]
         lines.append(f"correct: {pr.correct} / {pr.total} problems on {len(pr.pages)} page"
