@@ -278,3 +278,11 @@ def test_the_running_cell_is_read_only_from_what_ipython_really_holds(shell, exp
     assert _running_cell() == expected
     monkeypatch.delitem(sys.modules, "IPython")
     assert _running_cell() == (None, None)
+
+
+@pytest.mark.parametrize("tol, shown", [(0.02, "2%"), (0.005, "0.5%"), (0.25, "25%"), (1e-4, "0.01%"),
+                                        (1e-9, "near-exact")])
+def test_a_tolerance_reads_as_a_percentage_without_e_notation(tol, shown):
+    from scalebook.exercises import _percent
+
+    assert _percent(tol) == shown

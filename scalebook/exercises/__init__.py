@@ -260,8 +260,9 @@ def _plain_script() -> bool:
 
 
 def _percent(x: float) -> str:
-    """A tolerance as a reader writes it: 0.02 -> '2%', 0.005 -> '0.5%'."""
-    return f"{x * 100:.3g}%"
+    """A tolerance as a reader writes it: 0.02 -> '2%', 0.005 -> '0.5%'; below 0.01% (a count asked
+    exactly, such as rel_tol=1e-9) 'near-exact', never in e-notation."""
+    return f"{x * 100:.3g}%" if x >= 1e-4 else "near-exact"
 
 
 def _record(result: CheckResult) -> None:
