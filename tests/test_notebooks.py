@@ -93,6 +93,7 @@ def test_grade_scores_a_filled_notebook_fully_and_a_blank_one_zero(md, tmp_path)
 
     import nbformat
 
+    from scalebook import Error
     from scalebook.exercises import get, problems
     from scalebook.grading import grade
 
@@ -109,9 +110,9 @@ def test_grade_scores_a_filled_notebook_fully_and_a_blank_one_zero(md, tmp_path)
     assert (g.score, g.out_of, g.error) == (n, n, None)
     blank = grade(md.with_suffix(".ipynb"))
     assert blank.score == 0 and {r["status"] for r in blank.rows} == {"missing"}
-    nbformat.write(with_solutions_in_place(md), filled)  # worked solutions pasted in are refused, not scored
-    solved = grade(filled)
-    assert solved.count("refused") >= n // 2 and solved.score <= n - solved.count("refused")
+    nbformat.write(with_solutions_in_place(md), filled)  # the worked solutions are refused, not scored
+    with pytest.raises(Error, match="holds worked solutions"):
+        grade(filled)
 
 
 def test_grade_command_prints_a_table(tmp_path):
