@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..errors import Error
 from . import answers
-from .problem import _BANK, Problem, _append_record, _running_cell, _solve_quietly, page_of_module, problem
+from .problem import _BANK, Problem, _append_record, _running_cell, _solve_quietly, page_of_module, problem  # noqa: F401
 
 __all__ = ["check", "problems", "pages", "get", "CheckResult", "AnswerError", "Problem", "problem"]
 
