@@ -314,3 +314,31 @@ def test_a_narrow_terminal_still_leaves_30_characters_for_the_note():
 
     lines = noted_table([{"id": "1.1", "status": "wrong", "score": "0", "note": "x " * 40}], width=10).splitlines()
     assert max(len(ln) for ln in lines[2:]) <= len("1.1  wrong   0      ") + 30
+
+
+@pytest.mark.slow
+def test_in_a_real_kernel_the_easy_shortcuts_score_nothing_and_scratch_errors_spoil_nothing(tmp_path):
+    """One run of the chapter 1 notebook: 1.1 reads its key, 1.2 is right after a scratch cell that
+    raised, 1.3 is checked in a loop, 1.4 is right, and a forged record line claims 100 for 1.5."""
+    from scalebook.grading import MAX_CHECKS, grade
+
+    key = {p.id: p.answer() for p in problems(page="01-rooflines")}
+    forged = ("import json, os\nwith open(os.environ['SCALEBOOK_RECORD'], 'a') as f:\n"
+              "    f.write(json.dumps({'id': '1.5', 'status': 'correct', 'score': 100, 'given': 1.0}) + '\\n')")
+    nb = student_notebook({"1.1": 'from scalebook.exercises import get\nanswer = get("1.1").answer()',
+                           "1.2": f"answer = {key['1.2']!r}",
+                           "1.3": f"for answer in range({MAX_CHECKS + 1}):\n    check('1.3', answer)",
+                           "1.4": f"answer = {key['1.4']!r}", "1.5": forged})
+    for i, cell in enumerate(nb.cells):  # a scratch cell that raises, right after 1.1's check
+        if cell.cell_type == "code" and 'check("1.1"' in cell.source:
+            nb.cells.insert(i + 1, nbformat.v4.new_code_cell("scratch_that_raises()"))
+            break
+    path = tmp_path / "01-rooflines.ipynb"
+    nbformat.write(nb, path)
+    g = grade(path)
+    status = {r["id"]: r["status"] for r in g.rows}
+    assert (status["1.1"], status["1.2"], status["1.3"], status["1.4"]) == ("refused", "correct", "refused", "correct")
+    # the forged line is judged again (1.0 is wrong); 1.5's own check then ran with 1.4's answer
+    assert status["1.5"] == "wrong"
+    assert re.match(r"cell \d+ \(from scalebook.exercises import get\) read this problem's key", g.rows[0]["message"])
+    assert g.score == 2 and len(g.failed_cells) == 1 and "scratch_that_raises" in g.failed_cells[0]
