@@ -534,3 +534,153 @@ def sparse_all_to_all(topology: Topology, *, axes: "str | Sequence[str]", bytes_
                           bytes_per_device=dense.bytes_per_device * f, bytes_per_link=dense.bytes_per_link * f,
                           hops=dense.hops, bandwidth_seconds=dense.bandwidth_seconds * f,
                           latency_seconds=dense.latency_seconds)
+
+
+# ------------------------------------------------------------------ exact forms beside the original's rules
+# (chapter 3's ring AllToAll, a gather to a chosen chip, a message split over several routes; chapter 2b's
+# forward-pass limits of tensor and expert parallelism). Their rounded counterparts are in
+# `scalebook.rules_of_thumb.collectives` and `scalebook.rules_of_thumb.gpus`.
+
+
+def ring_all_to_all(*, size: int, bytes_: float, one_way_bytes_per_s: float, bidirectional: bool = True,
+                    hop_latency_seconds: float = 1e-6) -> RingTime:
+    """AllToAll on a closed ring of `size` chips, every link carrying `one_way_bytes_per_s` each way.
+
+    Chapter 3. Each chip sends V/N^2 to each of the N - 1 others. One way round, the message to the
+    chip d places ahead crosses d links; summed over sources and distances the N links carry
+    N x (V/N^2) x (1 + ... + N-1) = V (N-1)/2, so each link carries V (N-1) / (2N) and
+    T = V (N-1) / (2 N W_1). Both ways round, each message takes the shorter way, min(d, N-d)
+    links, and the 2N link directions share N x (V/N^2) x sum_d min(d, N-d): V/8 per direction
+    for even N ((N^2-1) V / (8 N^2) for odd N), so T = V / (8 W_1) = V / (4 W) with W = 2 W_1
+    the bidirectional rate, the original's rule. One way round is (N-1)/N x 4 times slower.
+    Steps: N - 1 one way, N // 2 both ways, each at `hop_latency_seconds`.
+    """
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise Error(f"size must be a positive integer number of chips, got {size!r}")
+    if not isinstance(bidirectional, bool):
+        raise Error(f"bidirectional must be True or False, got {bidirectional!r}")
+    require_non_negative(bytes_=bytes_, hop_latency_seconds=hop_latency_seconds)
+    require_positive(one_way_bytes_per_s=one_way_bytes_per_s)
+    n, v = size, float(bytes_)
+    if n == 1:
+        return RingTime("all-to-all", n, bidirectional, 0, 0.0, 0.0, 0.0)
+    if bidirectional:
+        per_link = v * sum(min(d, n - d) for d in range(1, n)) / (2 * n * n)
+        steps = n // 2
+    else:
+        per_link = v * (n - 1) / (2 * n)
+        steps = n - 1
+    return RingTime(kind="all-to-all", size=n, bidirectional=bidirectional, steps=steps, bytes_per_link=per_link,
+                    bandwidth_seconds=per_link / one_way_bytes_per_s, latency_seconds=steps * hop_latency_seconds)
+
+
+def gather_to_chip(*, size: int, receiver: int, bytes_: float, one_way_bytes_per_s: float,
+                   wraparound: bool, hop_latency_seconds: float = 1e-6) -> GatherToOne:
+    """Gather a V-byte array sharded over one ICI axis of `size` chips onto chip `receiver` (0-based).
+
+    Chapter 3. The receiver takes in V (N-1)/N through its two links on the axis. On a line
+    (no wraparound) the `receiver` chips on its left can reach it only through its left link and
+    the N - 1 - receiver on its right only through its right one, so
+    T = max(receiver, N - 1 - receiver) x (V/N) / W_1: an end chip takes twice as long as the
+    middle one. On a ring (wraparound) the shards split between both links whatever the receiver:
+    T = ceil((N-1)/2) x (V/N) / W_1. Latency: the farthest shard's hops, each `hop_latency_seconds`.
+    `gather_to_one` prices the best receiver on several axes.
+    """
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise Error(f"size must be a positive integer number of chips, got {size!r}")
+    if isinstance(receiver, bool) or not isinstance(receiver, int) or not 0 <= receiver < size:
+        raise Error(f"receiver must be a chip index from 0 to {size - 1}, got {receiver!r}")
+    if not isinstance(wraparound, bool):
+        raise Error(f"wraparound must be True or False, got {wraparound!r}")
+    require_non_negative(bytes_=bytes_, hop_latency_seconds=hop_latency_seconds)
+    require_positive(one_way_bytes_per_s=one_way_bytes_per_s)
+    n, v = size, float(bytes_)
+    if n == 1 or v == 0:
+        return GatherToOne(n, v, 0.0, 0.0, 0, 0.0, 0.0)
+    if wraparound:
+        busiest = math.ceil((n - 1) / 2)
+        hops = n // 2
+        links = 1 if n == 2 else 2
+    else:
+        busiest = max(receiver, n - 1 - receiver)
+        hops = busiest
+        links = int(receiver > 0) + int(receiver < n - 1)
+    received = v * (n - 1) / n
+    return GatherToOne(group_size=n, array_bytes=v, received_bytes=received,
+                       ingress_bytes_per_s=links * one_way_bytes_per_s,
+                       hops=hops, bandwidth_seconds=busiest * v / n / one_way_bytes_per_s,
+                       latency_seconds=hops * hop_latency_seconds)
+
+
+def point_to_point_routes(topology: Topology, src, dst, *, bytes_: float, routes: int,
+                          hop_latency_seconds: "float | None" = None) -> Transfer:
+    """Send `bytes_` from `src` to `dst` split evenly over `routes` link-disjoint routes.
+
+    Chapter 3. `point_to_point` uses one route, so one link of the sender: T = hops x latency +
+    V / W_link. The sender has up to 2 links per torus axis of size > 2 (1 on an axis of 2 or
+    at the end of a line), and so does the receiver; with k disjoint routes each carries V/k:
+    T = hops' x latency + V / (k W_link), where every route beyond the direct one detours
+    through a neighbouring row, so the slowest route has 2 more hops than the direct one (the
+    latency term uses it). `routes` may not exceed the links of the sender or of the receiver.
+    """
+    if isinstance(routes, bool) or not isinstance(routes, int) or routes < 1:
+        raise Error(f"routes must be a positive integer, got {routes!r}")
+    one = point_to_point(topology, src, dst, bytes_=bytes_, hop_latency_seconds=hop_latency_seconds)
+    if routes == 1 or one.hops == 0:
+        return one
+    if any(a.network != "ici" for a in topology.axes):
+        raise Error("point_to_point_routes splits a message over torus links; a switched network gives each "
+                    "chip one link to its switch (use point_to_point)")
+
+    def links(coords) -> int:
+        total = 0
+        for a, x in zip(topology.axes, coords):
+            if a.size == 1:
+                continue
+            if a.wraparound and a.size > 2:
+                total += 2
+            else:
+                total += int(x > 0) + int(x < a.size - 1)
+        return total
+
+    a_, b_ = _coords(topology, src, "src"), _coords(topology, dst, "dst")
+    most = min(links(a_), links(b_))
+    if routes > most:
+        raise Error(f"routes must be at most {most} (the links of the sender and of the receiver), got {routes}")
+    per_hop = one.latency_seconds / one.hops
+    return Transfer(hops=one.hops + 2, array_bytes=one.array_bytes, link_bytes_per_s=one.link_bytes_per_s * routes,
+                    bandwidth_seconds=one.bandwidth_seconds / routes, latency_seconds=(one.hops + 2) * per_hop)
+
+
+def tp_forward_max_degree(*, d_model: int, flops_per_s: float, link_bytes_per_s: float,
+                          bytes_per_element: float = 2) -> float:
+    """Largest tensor-parallel degree whose forward-pass AllReduces hide behind the forward matmuls.
+
+    Chapter 2b. A standard layer (attention projections 4 D^2, MLP 8 D^2 parameters) does
+    24 D^2 / tp FLOPs per token per chip in the forward pass, and Megatron-style TP AllReduces
+    the D-wide activation twice (after attention and after the MLP), 2 x 2 D b bytes per token on
+    a switched network in the large-N form (2V/W each). Hiding: 24 D^2 / (tp C) >= 4 D b / W, so
+    tp <= 6 D W / (b C). The forward pass must hide its own collectives; averaging with the
+    backward pass (twice the FLOPs, the same two AllReduces) would give 9 D W / (b C).
+    The original's rule counts the MLP only: `rules_of_thumb.gpus.tp_max_degree_mlp_only`.
+    """
+    _positive_int("d_model", d_model)
+    require_positive(flops_per_s=flops_per_s, link_bytes_per_s=link_bytes_per_s, bytes_per_element=bytes_per_element)
+    return 6 * d_model * link_bytes_per_s / (bytes_per_element * flops_per_s)
+
+
+def ep_forward_min_expert_width(*, flops_per_s: float, link_bytes_per_s: float, bytes_per_element: float = 2) -> float:
+    """Narrowest expert (F_e) whose forward-pass compute hides its two AllToAlls (chapter 2b).
+
+    Per token routed to k experts the forward pass dispatches and combines k D b bytes (2 k D b / W
+    on a switched network, large-N form) and computes a gated expert, 3 matmuls of D x F_e:
+    6 k D F_e FLOPs. Hiding: 6 k D F_e / C >= 2 k D b / W, so F_e >= (b / 3) C / W; k and D cancel.
+    Averaging with the backward pass gives (2 b / 9) C / W (`training.min_expert_width`).
+    """
+    require_positive(flops_per_s=flops_per_s, link_bytes_per_s=link_bytes_per_s, bytes_per_element=bytes_per_element)
+    return bytes_per_element / 3 * flops_per_s / link_bytes_per_s
+
+
+def _positive_int(name: str, v) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise Error(f"{name} must be a positive integer, got {v!r}")

@@ -6,23 +6,42 @@ Jupyter would: grade only notebooks you trust.
 A notebook belongs to one problem page (`metadata.scalebook.page` of the generated notebooks,
 else the page named in its file name, as in `01-rooflines (1).ipynb`), and is scored against
 every problem of that page: each one `correct`, `close`, `wrong` or `missing` as its last
-`check()` said, or `error` when a cell of that problem raised before its check finished (its
-`answer` would be stale). Cells that raise do not stop the run; checks of other pages' problems
-are ignored. Each `check()` appends its verdict, with the running cell's execution count, to
-the JSON-lines file named by $SCALEBOOK_RECORD, so the grader never parses or evaluates answers.
+`check()` said, `error` when its check did not finish or ran after the cell setting its `answer`
+raised (a stale answer), or `refused` (see below). Cells that raise do not stop the run; checks
+of other pages' problems are ignored. Each `check()` appends its verdict, the answer as read and
+the running cell to the JSON-lines file named by $SCALEBOOK_RECORD; the grader judges each
+recorded answer again with the key it computes in its own process, and a problem's score
+follows from its status alone (1 correct, 1/2 close), so the total never exceeds the page's count.
+
+What the grader stops (the easy and accidental routes):
+- a record line written by hand (`"score": 100`, or `"status": "correct"` beside a wrong answer);
+- reading the key (`get(id).answer()`, `getattr(p, "answer")()`, `p.solve(**p.inputs)`, the
+  bank module's attribute, `_BANK[id]`): the problem is `refused`, naming the cell;
+- a worked solution pasted in (a cell that computes `answer` and checks it): that problem is
+  `refused`; the book's MyST sources refuse the whole notebook;
+- a loop that tries answers until one passes: more than `MAX_CHECKS` checks of one problem;
+- `check()` never states the key: a wrong answer learns its direction and order of magnitude.
+
+What it cannot prevent: code in the kernel runs with the grader's rights, so a determined student
+can call the private solver, patch `check`, forge the record with the right answer once they know
+it, or read the package's source, which computes every key. Grading is feedback for self-study,
+not an exam; proctor exams elsewhere.
 
 Refused before anything runs (`Error`, one line): MyST sources (`.md`, which hold the worked
-solutions), notebooks that hold solutions (see `solutions_in`), files that are not notebooks.
-A kernel that dies, a cell that runs past the per-cell timeout, or a missing kernel also raise
-`Error`. Needs nbclient, nbformat and ipykernel (`pip install 'scalebook[grade]'`).
+solutions), notebooks with the book's solution blocks (see `solutions_in`), files that are not
+notebooks (including devices, FIFOs and files over 64 MiB) and notebooks without one `check()` of
+their page. A kernel that dies, a cell that runs past the per-cell timeout, or a missing kernel
+also raise `Error`. Needs nbclient, nbformat and ipykernel (`pip install 'scalebook[grade]'`).
 """
 from __future__ import annotations
 
 import ast
 import json
 import logging
+import math
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,13 +49,15 @@ from pathlib import Path
 from .errors import Error
 
 __all__ = ["Grade", "PageProgress", "Progress", "NotAProblemNotebook", "grade", "grade_all", "notebooks_in",
-           "read_notebook", "page_of", "solutions_in", "DEFAULT_TIMEOUT_S"]
+           "read_notebook", "page_of", "solutions_in", "solution_cells", "DEFAULT_TIMEOUT_S", "MAX_CHECKS"]
 
 #: Seconds a single cell may run before grading gives up (the CLI's --timeout default). The
 #: book's slowest problem cell (JAX compiling on simulated devices) takes a few seconds.
 DEFAULT_TIMEOUT_S = 120
 _MAX_BYTES = 64 * 2**20  # a notebook larger than this is not a problem page
-_STATUSES = ("correct", "close", "wrong", "missing", "error")
+_STATUSES = ("correct", "close", "wrong", "missing", "error", "refused")
+#: What each status scores: the grader computes a problem's score from its status, never reads it.
+_SCORE = {"correct": 1.0, "close": 0.5}
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -75,7 +96,10 @@ def read_notebook(path: "str | Path"):
     """The notebook at `path` as an nbformat v4 node; `Error` (one line) for anything else.
 
     Refuses MyST sources (`.md`: they hold the worked solutions), folders, missing, empty,
-    binary or truncated files, JSON that is not a notebook, and notebooks that fail nbformat's schema.
+    binary or truncated files, anything that is not a regular file (a device such as a link to
+    /dev/zero, a FIFO, a socket: never opened, so nothing hangs), files over 64 MiB (at most that
+    much is ever read), names the system cannot open, JSON that is not a notebook (no list of
+    cells, no `nbformat` version), and notebooks that fail nbformat's schema.
     """
     _, nbformat = _needs()
     p = _path(path, "notebook")
@@ -83,17 +107,23 @@ def read_notebook(path: "str | Path"):
     if p.suffix.lower() == ".md":
         raise Error(f"{name} is a MyST source of the book, which holds the worked solutions: grade your copy of "
                     f"the student notebook {p.with_suffix('.ipynb').name} instead")
-    if p.is_dir():
-        raise Error(f"{name} is a folder: give one notebook (.ipynb), or grade a folder with --all DIR")
-    if not p.exists():
-        raise Error(f"no notebook at {name}")
-    if p.suffix.lower() != ".ipynb":
-        raise Error(f"cannot grade {p.name}: give a Jupyter notebook (.ipynb)")
     try:
-        size = p.stat().st_size
-        if size > _MAX_BYTES:
-            raise Error(f"{name} is {size / 2**20:.0f} MiB, too large to be a problem notebook")
-        data = p.read_bytes()
+        if p.is_dir():
+            raise Error(f"{name} is a folder: give one notebook (.ipynb), or grade a folder with --all DIR")
+        if not p.exists():
+            raise Error(f"no notebook at {name}")
+        if p.suffix.lower() != ".ipynb":
+            raise Error(f"cannot grade {clean(p.name)}: give a Jupyter notebook (.ipynb)")
+        info = p.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise Error(f"{name} is not a regular file (a device, FIFO or socket): give a notebook file (.ipynb)")
+        if info.st_size > _MAX_BYTES:
+            raise Error(f"{name} is {info.st_size / 2**20:.0f} MiB, too large to be a problem notebook")
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(_MAX_BYTES + 1)
+        if len(data) > _MAX_BYTES:
+            raise Error(f"{name} is over {_MAX_BYTES / 2**20:.0f} MiB, too large to be a problem notebook")
     except OSError as e:
         raise Error(f"cannot read {name}: {_one_line(e.strerror or e)}") from None
     if not data.strip():
@@ -109,6 +139,8 @@ def read_notebook(path: "str | Path"):
         raise Error(f"{name} is not valid JSON{where}: is the file truncated?") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cells", raw.get("worksheets")), list):
         raise Error(f"{name} is JSON but not a Jupyter notebook (no list of cells)")
+    if "nbformat" not in raw:
+        raise Error(f"{name} is JSON but not a Jupyter notebook (no nbformat version)")
     try:
         import warnings
 
@@ -192,40 +224,66 @@ def _check_ids_of(source: str) -> list[str]:
 
 
 def solutions_in(nb) -> str | None:
-    """Why the notebook holds worked solutions, or None when it holds none.
+    """Why the notebook is the book's worked solutions, or None.
 
-    The generated student notebook has, for each problem, a cell `answer = None` and a separate
-    cell `check("id", answer)`. A notebook holds solutions when (1) a Markdown or raw cell carries
-    the MyST solution markers of the book's sources (`{solution-start}`, `{solution}`); (2) one
-    code cell computes `answer` from names or calls and then checks a problem, as every worked
-    solution does (a reader's cell that assigns a literal, `answer = 7.6`, is never taken for
-    one); or (3) a code cell reads the answer key (`get("1.1").answer()`, `.solve(`). This catches
-    the book's own solutions in any form, not a determined copier.
+    A Markdown or raw cell that carries the MyST solution markers of the book's sources
+    (`{solution-start}`, `{solution}`) makes the whole notebook the book's source, refused before
+    it runs. A code cell that computes `answer` and checks it, as every worked solution does, is
+    refused problem by problem instead (see `solution_cells`).
     """
     for i, cell in enumerate(nb.cells, 1):
-        source = cell.get("source", "")
+        if cell.cell_type != "code" and _SOLUTION_MARKER.search(cell.get("source", "")):
+            return f"cell {i} has the book's worked solutions (a MyST solution block)"
+    return None
+
+
+def _assigns_answer(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of a cell that bind the name `answer` (assignments of any form, loops, `with ... as`)."""
+    def binds(target: ast.AST) -> bool:
+        return any(isinstance(t, ast.Name) and t.id == "answer" for t in ast.walk(target))
+
+    out = []
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For,
+                                                      ast.AsyncFor, ast.comprehension)) else
+                   [item.optional_vars for item in node.items if item.optional_vars is not None]
+                   if isinstance(node, (ast.With, ast.AsyncWith)) else [])
+        if any(binds(t) for t in targets):
+            out.append(node)
+    return out
+
+
+_ASSIGN_TEXT = re.compile(r"\banswer\s*(?:[-+*/%@&|^]|//|\*\*|>>|<<)?=(?!=)")
+
+
+def _sets_answer(source: str) -> bool:
+    """Whether a cell may set `answer` (read from its text when it does not parse)."""
+    tree = _code_of(source)
+    return bool(_assigns_answer(tree)) if tree is not None else bool(_ASSIGN_TEXT.search(source))
+
+
+def solution_cells(nb) -> dict[str, int]:
+    """Problem id -> index of the first code cell that computes `answer` from names or calls and
+    then checks that problem in the same cell, as the worked solutions do. The grader refuses
+    those problems (not the notebook); a cell that assigns a literal next to its check
+    (`answer = 7.6; check("1.1", answer)`) is not one, nor is a student's own computation in a
+    cell of its own (`answer = M(7.6).solve()`), whose check follows in the next cell.
+    """
+    out: dict[str, int] = {}
+    for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
-            if _SOLUTION_MARKER.search(source):
-                return f"cell {i} has the book's worked solutions (a MyST solution block)"
             continue
-        tree = _code_of(source)
+        tree = _code_of(cell.get("source", ""))
         if tree is None:
             continue
-        assigned = [(node.lineno, node.col_offset) for node in ast.walk(tree)
-                    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-                    and any(isinstance(t, ast.Name) and t.id == "answer"
-                            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))
-                    and (isinstance(node, ast.AugAssign) or _computed(node.value))]
-        checks = _checked_ids(tree)
-        later = [pid for at, pid in checks if assigned and at > min(assigned)]
-        if later:
-            return (f"cell {i} computes `answer` and checks problem {later[0]} in one cell, as the worked "
-                    "solutions do: keep your answer in its own `answer = ...` cell and the check in the next")
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in ("answer", "solve") and isinstance(node.func.value, ast.Call):
-                return f"cell {i} reads the answer key (`.{node.func.attr}()` of a problem)"
-    return None
+        assigned = [(node.lineno, node.col_offset) for node in _assigns_answer(tree)
+                    if isinstance(node, ast.AugAssign) or not isinstance(node, (ast.Assign, ast.AnnAssign))
+                    or _computed(node.value)]
+        for at, pid in _checked_ids(tree):
+            if assigned and at > min(assigned):
+                out.setdefault(pid, i)
+    return out
 
 
 @dataclass(frozen=True)
@@ -242,8 +300,9 @@ class Grade:
 
     @property
     def score(self) -> float:
-        """Correct answers count 1, close ones 1/2, as `CheckResult.score`."""
-        return sum(r["score"] for r in self.rows)
+        """Correct answers count 1, close ones 1/2, as `CheckResult.score`: computed from each row's
+        status (never from a recorded score), capped at the number of problems."""
+        return min(sum(_SCORE.get(r["status"], 0.0) for r in self.rows), float(self.out_of))
 
     @property
     def out_of(self) -> int:
@@ -310,7 +369,8 @@ def _execute(nb, path: Path, record: Path, timeout_s: float, kernel_name: str) -
 
     env = {k: v for k, v in os.environ.items() if k != "SCALEBOOK_STRICT"}
     env["SCALEBOOK_RECORD"] = str(record)
-    client = nbclient.NotebookClient(nb, timeout=timeout_s, kernel_name=kernel_name, allow_errors=True,
+    # nbclient takes whole seconds: a fractional limit is rounded up, so it is never shorter than asked
+    client = nbclient.NotebookClient(nb, timeout=math.ceil(timeout_s), kernel_name=kernel_name, allow_errors=True,
                                      resources={"metadata": {"path": str(path.resolve().parent)}},
                                      log=_quiet_log(), on_cell_start=on_cell_start)
     where = lambda: _label(nb, running["index"]) if running["index"] is not None else "the notebook"  # noqa: E731
@@ -339,26 +399,73 @@ def _failures(nb) -> dict[int, str]:
     return out
 
 
-def _verdicts(record: Path) -> list[dict]:
-    """The well-formed rows of the record file, in the order check() wrote them."""
-    rows = []
+def _records(record: Path) -> tuple[list[dict], list[dict]]:
+    """(verdicts, key reads): the well-formed lines of the record file, in the order they were written.
+
+    A verdict line comes from `check()`; a key-read line (`"event": "key"`) from `Problem.answer()`
+    or `Problem.solve(...)` called in the kernel. Anything else is skipped. At most `_MAX_BYTES`
+    are read (the kernel could write without end).
+    """
+    verdicts, reads = [], []
     if record.exists():
-        for line in record.read_text(encoding="utf-8", errors="replace").splitlines():
+        with open(record, "rb") as f:
+            data = f.read(_MAX_BYTES)
+        for line in data.decode("utf-8", errors="replace").splitlines():
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 continue
-            if isinstance(row, dict) and isinstance(row.get("id"), str) and row.get("status") in _STATUSES:
-                rows.append(row)
-    return rows
+            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+                continue
+            if row.get("event") == "key":
+                reads.append(row)
+            elif row.get("status") in _STATUSES:
+                verdicts.append(row)
+    return verdicts, reads
 
 
-def _score_page(nb, page_ids: list[str], verdicts: list[dict], failures: dict[int, str]) -> tuple[dict, ...]:
-    """One row per problem of the page, from the verdicts, the check cells and the cells that raised."""
+def _verdicts(record: Path) -> list[dict]:
+    """The well-formed verdict lines of the record file, in the order check() wrote them."""
+    return _records(record)[0]
+
+
+#: More checks of one problem than this in one run of the notebook (each cell runs once) means
+#: a loop trying answers: the problem is refused.
+MAX_CHECKS = 5
+
+
+def _judge(pid: str, verdict: dict) -> tuple[str, str]:
+    """(status, message) of a recorded verdict, judged again here with the key computed in the
+    grader's own process: a record line forged or edited in the kernel cannot claim a status its
+    answer does not earn. A line without a readable answer can only be `missing` or `wrong`."""
+    from .exercises import _verdict, get
+    from .exercises.problem import _solve_quietly
+
+    given = verdict.get("given")
+    message = _one_line(verdict.get("message", ""), 400)
+    if isinstance(given, (int, float)) and not isinstance(given, bool) and math.isfinite(given):
+        p = get(pid)
+        r = _verdict(p, float(given), _solve_quietly(p))
+        return r.status, r.message
+    return ("missing" if verdict["status"] == "missing" else "wrong"), message
+
+
+def _score_page(nb, page_ids: list[str], verdicts: list[dict], failures: dict[int, str],
+                reads: list[dict] = (), judge=_judge) -> tuple[dict, ...]:
+    """One row per problem of the page, from the verdicts, the key reads, the check cells and the
+    cells that raised.
+
+    A problem is `refused` when a cell computes its `answer` and checks it in one go (a worked
+    solution), when its key was read in the kernel, or when it was checked more than `MAX_CHECKS`
+    times. It is `error` when its check did not finish, or when the last cell before its check
+    that sets `answer` raised (the check then ran with a stale answer); a cell that raises but sets
+    no `answer` (scratch work) does not touch it. Otherwise its last verdict counts, judged again
+    by `judge`; the score follows from the status alone.
+    """
     code = [(i, cell) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
 
     def cell_of(v: dict) -> int | None:
-        """The cell that recorded verdict `v`: same source, execution count nearest the recorded one."""
+        """The cell that recorded line `v`: same source, execution count nearest the recorded one."""
         count = v.get("execution_count")
         same = [(i, c.get("execution_count")) for i, c in code if c.get("source", "") == v.get("source")]
         if not same or not isinstance(count, int):
@@ -375,32 +482,57 @@ def _score_page(nb, page_ids: list[str], verdicts: list[dict], failures: dict[in
             for pid in ids:
                 static.setdefault(pid, i)
     last: dict[str, tuple[dict, int | None]] = {}
+    times: dict[str, int] = {}
     for v in verdicts:
         cell = cell_of(v)
         last[v["id"]] = (v, cell)
+        times[v["id"]] = times.get(v["id"], 0) + 1
         if cell is not None:
             check_cells.add(cell)
+    read_in: dict[str, int | None] = {}
+    for r in reads:
+        read_in.setdefault(r["id"], cell_of(r))
+    solved_in = solution_cells(nb)
     rows = []
+
+    def row(pid: str, status: str, message: str) -> None:
+        rows.append({"id": pid, "status": status, "score": _SCORE.get(status, 0.0), "message": message})
+
     for pid in page_ids:
         verdict, cell = last.get(pid, (None, None))
         cell = cell if cell is not None else static.get(pid)
+        if pid in solved_in:
+            row(pid, "refused", f"{_label(nb, solved_in[pid])} computes `answer` and checks it in one cell, as the "
+                                "worked solutions do: put your answer in its own `answer = ...` cell, the check in the next")
+            continue
+        if pid in read_in:
+            where = _label(nb, read_in[pid]) if read_in[pid] is not None else "a cell"
+            row(pid, "refused", f"{where} read this problem's key (`.answer()` or `.solve(...)` of the problem): "
+                                "compute your answer with the package's modules, not with the answer key")
+            continue
+        if times.get(pid, 0) > MAX_CHECKS:
+            row(pid, "refused", f"checked {times[pid]} times in one run (at most {MAX_CHECKS}): "
+                                "a loop of checks is not an answer")
+            continue
         failed = None
         if cell is not None:
             start = max((c for c in check_cells if c < cell), default=-1)
-            failed = next((failures[c] for c in sorted(failures) if start < c <= cell), None)
+            if verdict is None:
+                failed = next((failures[c] for c in sorted(failures) if start < c <= cell), None)
+            else:
+                setters = [c for c, cl in code if start < c < cell and _sets_answer(cl.get("source", ""))]
+                failed = failures.get(setters[-1]) if setters else None
         if failed is not None:
             after = ("its check ran with whatever `answer` held before" if verdict is not None
                      else "its check did not finish")
-            rows.append({"id": pid, "status": "error", "score": 0.0, "message": f"{failed} ({after})"})
+            row(pid, "error", f"{failed} ({after})")
         elif verdict is not None:
-            rows.append({"id": pid, "status": verdict["status"], "score": float(verdict.get("score", 0.0)),
-                         "message": clean(verdict.get("message", ""))})
+            status, message = judge(pid, verdict)
+            row(pid, status, clean(message))
         elif cell is not None:
-            rows.append({"id": pid, "status": "missing", "score": 0.0,
-                         "message": f"its check() in {_label(nb, cell)} never ran"})
+            row(pid, "missing", f"its check() in {_label(nb, cell)} never ran")
         else:
-            rows.append({"id": pid, "status": "missing", "score": 0.0,
-                         "message": f"no check(\"{pid}\", answer) in the notebook: was its cell deleted?"})
+            row(pid, "missing", f"no check(\"{pid}\", answer) in the notebook: was its cell deleted?")
     return tuple(rows)
 
 
@@ -408,8 +540,8 @@ def grade(path: "str | Path", timeout_s: float = DEFAULT_TIMEOUT_S, kernel_name:
     """Run the notebook at `path` in a fresh kernel and score it against its page's problems.
 
     **Executes the notebook's code**: grade only notebooks you trust. Every cell runs even when
-    one raises; a problem whose cells raised before its check scores `error`. Raises `Error` (one
-    line) for a file that is not a notebook, a MyST source, a notebook that holds solutions, one
+    one raises; see the module docstring for `error` and `refused`. Raises `Error` (one line) for a
+    file that is not a notebook, a MyST source, a notebook with the book's solution blocks, one
     that belongs to no page (`NotAProblemNotebook`), a kernel that dies or is missing, and a cell
     that runs longer than `timeout_s`.
     """
@@ -423,16 +555,22 @@ def grade(path: "str | Path", timeout_s: float = DEFAULT_TIMEOUT_S, kernel_name:
     why = solutions_in(nb)
     if why is not None:
         raise Error(f"{clean(p.name)} holds worked solutions, so it cannot be graded: {why}")
-    kernel = _kernel(nb, kernel_name)
     from .exercises import problems
+
+    page_ids = [pr.id for pr in problems(page=page)]
+    checked = {pid for cell in nb.cells if cell.cell_type == "code" for pid in _check_ids_of(cell.get("source", ""))}
+    if not checked & set(page_ids):
+        raise Error(f"{clean(p.name)} has no check() of a problem of page {page}: it is not a "
+                    f"copy of the problem notebook exercises/{page}.ipynb (its {len(page_ids)} problems each "
+                    "have a check(\"id\", answer) cell)")
+    kernel = _kernel(nb, kernel_name)
 
     with tempfile.TemporaryDirectory() as tmp:
         record = Path(tmp) / "verdicts.jsonl"
         _execute(nb, p, record, timeout_s, kernel)
-        verdicts = _verdicts(record)
-    page_ids = [pr.id for pr in problems(page=page)]
+        verdicts, reads = _records(record)
     failures = _failures(nb)
-    rows = _score_page(nb, page_ids, verdicts, failures)
+    rows = _score_page(nb, page_ids, verdicts, failures, reads)
     ignored = tuple(sorted({v["id"] for v in verdicts} - set(page_ids)))
     return Grade(notebook=str(p), page=page, rows=rows, failed_cells=tuple(failures[i] for i in sorted(failures)),
                  ignored=ignored)
@@ -443,7 +581,7 @@ class PageProgress:
     """One problem page across the graded notebooks of a folder.
 
     `total` is the number of problems the bank has for the page; a problem counts once, with its
-    best verdict across the page's notebooks (correct > close > wrong > error > missing).
+    best verdict across the page's notebooks (correct > close > wrong > error > refused > missing).
     """
 
     page: str
@@ -453,11 +591,13 @@ class PageProgress:
     wrong: int
     error: int
     total: int
+    #: Problems refused (a worked solution in one cell, the key read, a loop of checks).
+    refused: int = 0
 
     @property
     def missing(self) -> int:
         """Problems with no answer (or whose check() never ran)."""
-        return self.total - self.correct - self.close - self.wrong - self.error
+        return self.total - self.correct - self.close - self.wrong - self.error - self.refused
 
     @property
     def score(self) -> float:
@@ -466,7 +606,8 @@ class PageProgress:
 
     def to_dict(self) -> dict:
         return {"page": self.page, "notebooks": list(self.notebooks), "correct": self.correct, "close": self.close,
-                "wrong": self.wrong, "error": self.error, "missing": self.missing, "total": self.total,
+                "wrong": self.wrong, "error": self.error, "refused": self.refused, "missing": self.missing,
+                "total": self.total,
                 "score": self.score}
 
 
@@ -510,7 +651,7 @@ class Progress:
         return f"Progress({self.folder}: {self.correct}/{self.total} correct on {len(self.pages)} pages)"
 
 
-_RANK = {"correct": 4, "close": 3, "wrong": 2, "error": 1, "missing": 0}
+_RANK = {"correct": 5, "close": 4, "wrong": 3, "error": 2, "refused": 1, "missing": 0}
 
 
 def notebooks_in(folder: "str | Path") -> list[Path]:
@@ -565,6 +706,6 @@ def grade_all(folder: "str | Path", timeout_s: float = DEFAULT_TIMEOUT_S, on_not
         summary.append(PageProgress(
             page=page, notebooks=tuple(clean(Path(g.notebook).name) for g in by_page[page]),
             correct=statuses.count("correct"), close=statuses.count("close"), wrong=statuses.count("wrong"),
-            error=statuses.count("error"), total=len(problems(page=page))))
+            error=statuses.count("error"), total=len(problems(page=page)), refused=statuses.count("refused")))
     return Progress(folder=str(folder), grades=tuple(grades), pages=tuple(summary), skipped=tuple(skipped),
                     unplaced=tuple(unplaced))

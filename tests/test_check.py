@@ -72,8 +72,9 @@ def test_verdicts_are_recorded_for_grading(tmp_path, monkeypatch):
     monkeypatch.setenv("SCALEBOOK_RECORD", str(record))
     check("0.1", KEY_SECONDS)
     row = json.loads(record.read_text().splitlines()[-1])
-    assert {k: row[k] for k in ("id", "status", "score")} == {"id": "0.1", "status": "correct", "score": 1.0}
-    assert row["message"].startswith("0.0025 s (2.5 ms) is right")
+    # the answer as read, so that the grader can judge it again; no score (the grader computes it)
+    assert {k: row[k] for k in ("id", "status", "given")} == {"id": "0.1", "status": "correct", "given": KEY_SECONDS}
+    assert "score" not in row and row["message"] == "0.0025 s (2.5 ms) is right"
     # outside a kernel there is no running cell to name
     assert row["execution_count"] is None and row["source"] is None
 
@@ -95,14 +96,14 @@ problem("0.4", title="a test count", unit="token", rel_tol=0.02,
 
 
 def test_a_key_in_ms_prints_in_ms_with_its_reading_in_seconds():
-    assert check("0.2", 24650).message == "24650 ms (24.65 s) is right (key 24650 ms (24.65 s))"
+    assert check("0.2", 24650).message == "24650 ms (24.65 s) is right"
     assert "kms" not in check("0.2", 24650).message
 
 
 def test_plain_numbers_print_as_written_not_in_exponent_form():
     m = check("0.4", 10200).message
-    assert m == "10200 tokens is right (key 10200 tokens)"
-    assert check("0.3", 0.521).message == "0.521 is right (key 0.521)"
+    assert m == "10200 tokens is right"
+    assert check("0.3", 0.521).message == "0.521 is right"
 
 
 @pytest.mark.parametrize("answer", [np.array([24650.0]), np.array(24650.0), np.float32(24650), np.int64(24650),
@@ -115,7 +116,7 @@ problem("0.6", title="a test cost", unit="$", rel_tol=0.02)(lambda: 1.71)
 
 
 def test_a_cost_prints_and_reads_with_a_leading_dollar_sign():
-    assert check("0.6", "$1.71").message == "$1.71 is right (key $1.71)"
+    assert check("0.6", "$1.71").message == "$1.71 is right"
     assert check("0.6", "1.71 USD").status == "correct"
 
 
@@ -146,7 +147,7 @@ def test_inf_and_nan_get_the_same_verdict():
 
 def test_a_tiny_subnormal_answer_is_wrong_by_a_huge_factor_not_an_exception():
     r = check("0.2", 1e-320)
-    assert r.status == "wrong" and "too small by a factor of" in r.message
+    assert r.status == "wrong" and r.message.endswith("too small by roughly a factor of 10^324")
 
 
 def test_a_comma_is_read_only_as_unambiguous_thousands_grouping():
@@ -155,11 +156,13 @@ def test_a_comma_is_read_only_as_unambiguous_thousands_grouping():
     assert check("0.4", "1,02,00").status == "wrong"  # not groups of three
 
 
-def test_close_names_the_unit_the_key_is_asked_in_and_the_likely_cause():
+def test_close_says_which_side_of_the_key_and_the_likely_cause_in_one_short_line():
     r = check("0.2", 24650 * 1.03)
     assert r.status == "close"
-    assert "3.0% above the key (asked in ms)" in r.message and "rounding" in r.message
-    assert "24650" not in r.message  # a close answer is not told the key
+    assert r.message == ("25390 ms (25.39 s) is just above the key, outside the 2% tolerance: rounding? "
+                         "Carry three significant digits and take specs from `scalebook.chip(...)`")
+    assert "below the key" in check("0.2", 24650 / 1.03).message
+    assert "24650" not in r.message and "%" not in r.message.replace("2%", "")  # neither the key nor how far
 
 
 @pytest.mark.parametrize("factor, words", [(2.1, "factor of 2"), (1 / 1.9, "factor of 2"), (8.5, "bits vs bytes"),
@@ -184,8 +187,15 @@ def test_a_problem_s_own_slip_fires_near_its_factor():
     assert "(N - 1)/N" in check("0.4", 10200 * 7 / 8).message
 
 
-def test_a_ratio_far_from_every_slip_gets_the_factor():
-    assert check("0.2", 24650 * 3.3).message.endswith("too large by a factor of 3.3")
+@pytest.mark.parametrize("factor, words", [
+    (1.1, "too large by less than 25%"), (1 / 1.1, "too small by less than 25%"),
+    (1.5, "too large by less than a factor of 2"), (3.3, "too large by a factor between 2 and 10"),
+    (1 / 3.3, "too small by a factor between 2 and 10"),
+    (2.0e4, "too large by roughly a factor of 10,000"), (1 / 3.4e7, "too small by roughly a factor of 10^8"),
+])
+def test_a_ratio_far_from_every_slip_gets_its_direction_and_a_coarse_size(factor, words):
+    # coarse on purpose: the key cannot be read back from the message (issue 21)
+    assert check("0.2", 24650 * factor).message.endswith(words)
 
 
 def test_strict_mode_raises_for_an_unreadable_answer(monkeypatch):
@@ -289,3 +299,52 @@ def test_signs_and_zeros_are_named():
 def test_close_names_binary_prefixes_for_sizes():
     r = check("0.5", 80 * 1.024)
     assert r.status == "close" and "KiB vs kB" in r.message
+
+
+@pytest.mark.parametrize("unit, asks", [("kB", "a size in kB"), ("GB", "a size in GB"), ("B", "a size in bytes"),
+                                        ("hop", "a number of hops"), ("token", "a number of tokens"),
+                                        ("days", "a time in days"), ("GB/s", "a bandwidth in GB/s")])
+def test_what_a_problem_asks_for_reads_as_english(unit, asks):
+    from scalebook.exercises.answers import asks_for
+
+    assert asks_for(unit) == asks
+
+
+@pytest.mark.parametrize("x, unit, shown", [(10, "hop", "10 hops"), (1, "hop", "1 hop"), (1, "days", "1 day"),
+                                            (3, "days", "3 days"), (1, "token", "1 token"), (2, "chip", "2 chips"),
+                                            (10, "kB", "10 kB")])
+def test_counted_units_agree_with_their_number(x, unit, shown):
+    from scalebook.exercises.answers import show
+
+    assert show(x, unit) == shown
+
+
+def test_check_prints_its_verdict_in_a_plain_script(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "mine.py"
+    script.write_text("from scalebook.exercises import check\ncheck('1.1', None)\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "· 1.1 missing: no answer yet: set `answer` to a time in ms\n"
+
+
+def test_check_prints_nothing_where_the_result_is_shown_anyway(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setattr(sys, "ps1", ">>> ", raising=False)  # the interactive prompt echoes the result
+    check("0.2", 24650)
+    monkeypatch.delattr(sys, "ps1")
+
+    class Shell:
+        pass
+
+    class IPython:
+        @staticmethod
+        def get_ipython():
+            return Shell()
+
+    monkeypatch.setitem(sys.modules, "IPython", IPython)  # Jupyter displays the cell's last value
+    check("0.2", 24650)
+    assert capsys.readouterr().out == ""

@@ -93,8 +93,8 @@ def test_text_summary_prints_correct_over_total_per_page(progress, folder, monke
     out = capsys.readouterr().out
     n1, n2 = len(problems(page=P1)), len(problems(page=P2))
     assert re.search(rf"^{P1}\s+{n1} / {n1}\s", out, re.M)
-    # correct, close, wrong, error, missing
-    assert re.search(rf"^{P2}\s+1 / {n2}\s+0\s+1\s+0\s+{n2 - 2}\s", out, re.M)
+    # correct, close, wrong, error, refused, missing
+    assert re.search(rf"^{P2}\s+1 / {n2}\s+0\s+1\s+0\s+0\s+{n2 - 2}\s", out, re.M)
     assert f"correct: {n1 + 1} / {n1 + n2} problems on 2 pages" in out
     assert "scratch.ipynb: belongs to no problem page, not run" in out
     assert "03-sharding.ipynb: skipped: " in out

@@ -12,8 +12,8 @@ HAND = {
     "3.1": (8 * 1e-6 + 8192 * 16384 * 2 * 15 / 16 / 90e9) * 1e3,  # 16 // 2 = 8 hops
     # 0.5e9 x 2 B AllReduced over 16: 2 V (15/16) / 90 GB/s, in ms
     "3.2": (16 * 1e-6 + 2 * 0.5e9 * 2 * 15 / 16 / 90e9) * 1e3,  # 8 hops each for RS and AG
-    # 16 // 2 = 8 hops x 1 us = V (15/16) / 90 GB/s, in kB
-    "3.3": 8 * 1e-6 * 90e9 * 16 / 15 / 1e3,
+    # axis of 8 without a wraparound: 7 hops x 1 us = V (7/8) / 45 GB/s (one way), in kB
+    "3.3": 7 * 1e-6 * 45e9 * 8 / 7 / 1e3,
     # 2BDF / (N peak) = 2 (2BF) (N - 1) / (N W)  ->  D* = 2 (N - 1) peak / W = 2 x 15 x 197e12 / 90e9
     "3.4": 2 * 15 * 197e12 / 90e9,
     # 2 GB / (4 x 90 GB/s), in ms (16 is even: exactly a quarter crosses the cut)
@@ -40,8 +40,9 @@ HAND = {
     "3.14": ((256 * 2048 + 2048 * 8192 + 256 * 8192) * 2 / 820e9 + 3e-6 + 256 * 8192 * 2 * 3 / 4 / 45e9) * 1e6,
     # the ReduceScatter of the weight gradient, V = 8192 x 32768 x 2 B, over 16 with a wraparound, in ms
     "3.15": (8 * 1e-6 + 8192 * 32768 * 2 * 15 / 16 / 90e9) * 1e3,  # 8 hops
-    # XLA reduces C: AllReduce over Y (N = 2) of C's block [64, 384] fp32: 2 V (1/2) = V, in kB
-    "3.16": 64 * 384 * 4 / 1e3,
+    # C's block [512/4, 640] fp32 = 327.7 kB is smaller than A's gathered block [128, 1024] = 524 kB, so XLA
+    # reduces C: AllReduce over Y (N = 2): 2 V (1/2) = V, in kB
+    "3.16": 128 * 640 * 4 / 1e3,
     # weights over X only: 2 x 4096 x 16384 x 2 B / 4 = 67 MB > 50 MB; over XY 33.5 MB fits. The first matmul
     # is free (case 1); the second ReduceScatters Out[4096, 4096] bf16 over X and Y (4x2, no wraparound:
     # 45 + 45 GB/s) with N = 8, and 3 + 1 hops of 1 us, in us
@@ -102,7 +103,9 @@ def test_problem_specific_slips():
     assert "total" in check("3.1", 16 * HAND["3.1"]).message
     assert "plain AllGather over X" in check("3.12", HAND["3.12"] * 480 / 255).message
     assert "3/15" in check("3.13", 5 * HAND["3.13"]).message
-    assert "reduces C" in check("3.16", 64 * 512 * 4 / 2 / 1e3).message
+    assert "reduces C" in check("3.16", 128 * 1024 * 4 / 2 / 1e3).message
+    # as a ring: 4 hops x 1 us x 90 GB/s x 8/7
+    assert "no wraparound" in check("3.3", 4 * 1e-6 * 90e9 * 8 / 7 / 1e3).message
     assert "more weight per chip" in check("3.17", HAND["3.17"] * 12 / 7).message
 
 

@@ -15,7 +15,7 @@ import pytest
 from notebook_tools import EXERCISES, ROOT, with_solutions_in_place
 from scalebook import Error
 from scalebook.exercises import get, problems
-from scalebook.grading import NotAProblemNotebook, page_of, solutions_in
+from scalebook.grading import NotAProblemNotebook, page_of, solution_cells, solutions_in
 
 CH1 = ROOT / "exercises" / "01-rooflines.ipynb"
 _CHECK = re.compile(r'check\("([^"]+)"')
@@ -118,18 +118,16 @@ def test_the_generated_student_notebooks_hold_no_solutions(md):
 @pytest.mark.parametrize("md", EXERCISES, ids=lambda p: p.name)
 def test_notebooks_with_the_worked_solutions_are_recognised(md):
     assert "MyST solution block" in solutions_in(jupytext.read(md, fmt="md:myst"))
-    assert "computes `answer` and checks problem" in solutions_in(with_solutions_in_place(md))
+    # pasted into the student notebook, a worked solution that computes its answer refuses its own problem
+    # (one that types a literal expression, as 9.9's does, is indistinguishable from a student's answer)
+    found = set(solution_cells(with_solutions_in_place(md)))
+    assert found and found <= {p.id for p in problems(page=md.stem)}
 
 
 def test_a_literal_answer_next_to_its_check_is_not_a_solution():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('answer = 13e9 * 2 / 3.35e12 * 1e3\ncheck("1.1", answer)'),
                                          nbformat.v4.new_code_cell("answer = '7.6 ms'; check('1.1', answer)")])
-    assert solutions_in(nb) is None
-
-
-def test_reading_the_key_is_a_solution():
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('answer = get("1.1").answer()')])
-    assert "reads the answer key" in solutions_in(nb)
+    assert solutions_in(nb) is None and solution_cells(nb) == {}
 
 
 def assert_one_line_exit_2(proc, *words):
@@ -168,6 +166,7 @@ _TEXT = CH1.read_text(encoding="utf-8")
     ("bad-version", b'{"cells": [], "metadata": {}, "nbformat": 99, "nbformat_minor": 0}',
      "not a valid Jupyter notebook"),
     ("binary", bytes(range(256)) * 8, "not a text file"),
+    ("no-version", b'{"cells": [], "metadata": {}}', "no nbformat version"),
 ])
 def test_a_malformed_file_exits_2_with_one_line(tmp_path, name, content, words):
     path = tmp_path / "01-rooflines.ipynb"
@@ -184,6 +183,23 @@ def test_a_path_that_is_not_a_notebook_exits_2_with_one_line(tmp_path, make, wor
     assert_one_line_exit_2(run("grade", str(make(tmp_path))), words)
 
 
+def test_a_device_a_fifo_and_a_name_too_long_exit_2_with_one_line_without_hanging(tmp_path):
+    import os
+
+    (tmp_path / "01-rooflines.ipynb").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "02-accelerators.ipynb")
+    for name in ("01-rooflines.ipynb", "02-accelerators.ipynb"):
+        proc = subprocess.run([sys.executable, "-m", "scalebook.cli", "grade", str(tmp_path / name)],
+                              capture_output=True, text=True, timeout=60)
+        assert_one_line_exit_2(proc, "is not a regular file")
+    assert_one_line_exit_2(run("grade", str(tmp_path / ("a" * 400 + ".ipynb"))), "File name too long")
+
+
+def test_an_empty_notebook_of_a_page_exits_2_with_one_line(tmp_path):
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "01-rooflines.ipynb")
+    assert_one_line_exit_2(run("grade", str(tmp_path / "01-rooflines.ipynb")), "has no check() of a problem of page")
+
+
 def test_a_notebook_of_no_page_exits_2_with_one_line(tmp_path):
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), tmp_path / "scratch.ipynb")
     assert_one_line_exit_2(run("grade", str(tmp_path / "scratch.ipynb")), "belongs to")
@@ -192,7 +208,7 @@ def test_a_notebook_of_no_page_exits_2_with_one_line(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("cell, args, words", [
     ("import os; os._exit(3)", [], "kernel died while running cell"),
-    ("import time; time.sleep(60)", ["--timeout", "3"], "longer than the 3 s limit"),
+    ("import time; time.sleep(60)", ["--timeout", "2.5"], "longer than the 2.5 s limit"),  # a fraction is read
     ("x = 1", ["--kernel", "no-such-kernel"], "no Jupyter kernel named 'no-such-kernel'"),
 ])
 def test_kernel_deaths_timeouts_and_missing_kernels_exit_2_with_one_line(tmp_path, cell, args, words):
@@ -248,7 +264,8 @@ def test_scoring_uses_the_last_verdict_and_marks_problems_whose_cells_raised():
     verdicts = [_verdict("1.1", "wrong", cells[0].source, 2), _verdict("1.2", "close", cells[2].source, 4),
                 _verdict("1.1", "correct", cells[0].source, 2),  # a second run of the same cell: the last counts
                 _verdict("1.3", "correct", cells[4].source, 6)]  # ran with a stale answer
-    rows = {r["id"]: r for r in _score_page(nb, ["1.1", "1.2", "1.3", "1.4"], verdicts, _failures(nb))}
+    trust = lambda pid, v: (v["status"], v["message"])  # noqa: E731  (judging again is tested elsewhere)
+    rows = {r["id"]: r for r in _score_page(nb, ["1.1", "1.2", "1.3", "1.4"], verdicts, _failures(nb), judge=trust)}
     assert {k: r["status"] for k, r in rows.items()} == {"1.1": "correct", "1.2": "close", "1.3": "error",
                                                          "1.4": "missing"}
     assert [r["score"] for r in rows.values()] == [1.0, 0.5, 0.0, 0.0]
@@ -274,3 +291,54 @@ def test_malformed_record_lines_are_skipped(tmp_path):
     record.write_text('{"id": "1.1", "status": "correct", "score": 1.0, "message": "ok"}\nnot json\n'
                       '{"id": "1.2", "status": "splendid"}\n[1, 2]\n')
     assert [v["id"] for v in _verdicts(record)] == ["1.1"]
+
+
+def test_the_note_column_wraps_to_the_terminal_width_under_itself():
+    from scalebook.commands.grade import noted_table
+
+    long = "the sign is wrong, and too large by a factor between 2 and 10; hint: " + "count both copies " * 6
+    text = noted_table([{"id": "1.1", "status": "wrong", "score": "0", "note": long},
+                        {"id": "1.10", "status": "correct", "score": "1", "note": "7.6 ms is right"}], width=60)
+    lines = text.splitlines()
+    assert all(len(line) <= 60 for line in lines), lines
+    indent = len("1.10  correct  1      ")
+    assert lines[0] == "id    status   score  note" and lines[2].startswith("1.1   wrong    0      the sign is wrong")
+    continued = [ln for ln in lines[3:] if ln.startswith(" ")]
+    assert continued and all(ln[:indent].isspace() and not ln[indent].isspace() for ln in continued)
+    assert " ".join(ln.strip() for ln in [lines[2][indent:]] + continued) == long.strip()
+    assert lines[-1] == "1.10  correct  1      7.6 ms is right"  # no padding after the text
+
+
+def test_a_narrow_terminal_still_leaves_30_characters_for_the_note():
+    from scalebook.commands.grade import noted_table
+
+    lines = noted_table([{"id": "1.1", "status": "wrong", "score": "0", "note": "x " * 40}], width=10).splitlines()
+    assert max(len(ln) for ln in lines[2:]) <= len("1.1  wrong   0      ") + 30
+
+
+@pytest.mark.slow
+def test_in_a_real_kernel_the_easy_shortcuts_score_nothing_and_scratch_errors_spoil_nothing(tmp_path):
+    """One run of the chapter 1 notebook: 1.1 reads its key, 1.2 is right after a scratch cell that
+    raised, 1.3 is checked in a loop, 1.4 is right, and a forged record line claims 100 for 1.5."""
+    from scalebook.grading import MAX_CHECKS, grade
+
+    key = {p.id: p.answer() for p in problems(page="01-rooflines")}
+    forged = ("import json, os\nwith open(os.environ['SCALEBOOK_RECORD'], 'a') as f:\n"
+              "    f.write(json.dumps({'id': '1.5', 'status': 'correct', 'score': 100, 'given': 1.0}) + '\\n')")
+    nb = student_notebook({"1.1": 'from scalebook.exercises import get\nanswer = get("1.1").answer()',
+                           "1.2": f"answer = {key['1.2']!r}",
+                           "1.3": f"for answer in range({MAX_CHECKS + 1}):\n    check('1.3', answer)",
+                           "1.4": f"answer = {key['1.4']!r}", "1.5": forged})
+    for i, cell in enumerate(nb.cells):  # a scratch cell that raises, right after 1.1's check
+        if cell.cell_type == "code" and 'check("1.1"' in cell.source:
+            nb.cells.insert(i + 1, nbformat.v4.new_code_cell("scratch_that_raises()"))
+            break
+    path = tmp_path / "01-rooflines.ipynb"
+    nbformat.write(nb, path)
+    g = grade(path)
+    status = {r["id"]: r["status"] for r in g.rows}
+    assert (status["1.1"], status["1.2"], status["1.3"], status["1.4"]) == ("refused", "correct", "refused", "correct")
+    # the forged line is judged again (1.0 is wrong); 1.5's own check then ran with 1.4's answer
+    assert status["1.5"] == "wrong"
+    assert re.match(r"cell \d+ \(from scalebook.exercises import get\) read this problem's key", g.rows[0]["message"])
+    assert g.score == 2 and len(g.failed_cells) == 1 and "scratch_that_raises" in g.failed_cells[0]

@@ -88,7 +88,7 @@ def test_tpu7x_has_native_fp8_and_no_int8_peak():
     assert "int8" not in c.flops_per_s
 
 
-@pytest.mark.parametrize("name, gib", [("tpu-v5p", 95), ("tpu-v6e", 32), ("tpu-7x", 192)])
+@pytest.mark.parametrize("name, gib", [("tpu-v5p", 95), ("tpu-7x", 192)])
 def test_hbm_published_in_gib_is_stored_as_bytes(name, gib):
     # 95 GiB = 95 x 1024^3 bytes = 102.0 GB, not 95 GB
     assert chip(name).hbm_bytes == gib * 1024**3
@@ -112,7 +112,8 @@ def test_gb200_has_its_own_peaks_and_hbm_not_b200s():
 
 def test_h800_is_an_export_variant_outside_the_main_table():
     c = chip("h800")
-    assert c.ici_one_way_bytes_per_s == 300e9 and c.peak_flops_per_s("fp8") == 3.026e15 / 2
+    # NVLink: 400 GB/s counting both directions (H800 SXM5 specifications) -> 200 GB/s one way
+    assert c.ici_one_way_bytes_per_s == 400e9 / 2 and c.peak_flops_per_s("fp8") == 3.026e15 / 2
     assert "h800" not in chip_names()
     from scalebook.hardware import export_variants
     assert [v.name for v in export_variants()] == ["h800"]
@@ -155,7 +156,8 @@ def test_h100_implied_clock_from_its_dense_peak():
 
 
 def test_blackwell_has_tensor_memory_and_gb200_shares_b200_parts():
-    assert chip("b200").micro.tmem_bytes_per_sm == 256e3
+    # PTX ISA: 512 columns x 128 lanes of 32-bit cells = 256 KiB per SM
+    assert chip("b200").micro.tmem_bytes_per_sm == 512 * 128 * 4
     assert chip("gb200").micro.cores_per_chip == chip("b200").micro.cores_per_chip == 148
 
 
@@ -172,3 +174,23 @@ def test_spec_data_is_a_copy_readers_cannot_corrupt():
     data["tpu"]["TPU v5e"]["hbm_bw_bytes_per_s"] = 1.0
     assert hardware.spec_data()["tpu"]["TPU v5e"]["hbm_bw_bytes_per_s"] == 8.2e11
     assert hardware.chip("tpu-v5e").hbm_bytes_per_s == 8.2e11
+
+
+def test_sm_sram_sizes_are_binary_kilobytes():
+    # Hopper whitepaper: 65,536 32-bit registers per SM = 256 KiB; 256 KB combined L1/shared memory
+    m = chip("h100").micro
+    assert m.register_bytes_per_core == 65536 * 4 == 256 * 1024
+    assert m.local_memory_bytes == 256 * 1024
+
+
+def test_b200_keeps_nominal_and_dgx_b200_memory():
+    # nominal 192 GB per chip; the DGX B200 user guide: 1,440 GB for 8 GPUs = 180 GB each
+    from scalebook.hardware import spec_data
+    b = spec_data()["gpu"]["B200"]
+    assert chip("b200").hbm_bytes == 192e9
+    assert b["dgx_b200_total_gpu_memory_bytes"] / b["dgx_b200_gpus"] == 180e9
+
+
+def test_v6e_hbm_is_32_gb_as_google_publishes_it():
+    # Google Cloud TPU v6e page: "HBM capacity per chip | 32 GB"
+    assert chip("tpu-v6e").hbm_bytes == 32e9

@@ -44,7 +44,7 @@ def test_gb200_host_link_is_its_share_of_the_superchips_nvlink_c2c():
 
 
 def test_smem_capacity_is_per_sm_times_sms():
-    assert ml.level_capacity_bytes("h100", "smem") == 132 * 256e3
+    assert ml.level_capacity_bytes("h100", "smem") == 132 * 256 * 1024  # 256 KB (KiB, as NVIDIA counts SRAM) per SM
 
 
 def test_square_tile_intensity_is_side_over_bytes():

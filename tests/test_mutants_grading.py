@@ -4,8 +4,8 @@ by hand; written to kill the mutants `make mutate` found surviving in `scalebook
 `tests/test_grading.py` runs real kernels end to end. Here a stand-in (`FakeKernel`) takes the
 place of nbclient's `NotebookClient`: it runs each code cell with `exec` in one namespace, numbers
 the cells 1, 2, ... as a fresh kernel does, leaves an error output on a cell that raises, and has
-`check()` append its verdict, the running cell's execution count and source to
-$SCALEBOOK_RECORD as `check()` does inside a kernel. Everything the grader does with that run
+the real `check()` (and a read of a key) append to $SCALEBOOK_RECORD with the running cell's
+execution count and source, as inside a kernel. Everything the grader does with that run
 (which verdict belongs to which problem, which cell raised before which check) is the real code.
 Notebooks are built cell by cell; the answer keys come from the bank (`get(id).answer()`).
 """
@@ -20,9 +20,12 @@ from jupyter_client.kernelspec import NoSuchKernel
 
 from scalebook import Error
 from scalebook import grading
-from scalebook.exercises import check as real_check, get, pages, problems
+from scalebook.exercises import check, get, pages, problems
+import importlib
+
+problem_module = importlib.import_module("scalebook.exercises.problem")  # the module, not the decorator
 from scalebook.grading import (Grade, NotAProblemNotebook, PageProgress, Progress, clean, grade, grade_all,
-                               notebooks_in, page_of, read_notebook, solutions_in)
+                               notebooks_in, page_of, read_notebook, solution_cells, solutions_in)
 
 P1, P2 = "01-rooflines", "02-accelerators"
 PAGES = ", ".join(pages())  # every message that lists the pages lists them all, in order
@@ -42,27 +45,28 @@ class FakeKernel:
     def execute(self, env, **streams):
         self.env, self.streams = dict(env), streams
         self.options["log"].debug("starting")  # nbclient logs through the logger it is given
-        record, namespace, count = env["SCALEBOOK_RECORD"], {}, 0
-        for i, cell in enumerate(self.nb.cells):
-            if cell.cell_type != "code":
-                continue
-            count += 1
-            cell.execution_count = count
-            self.options["on_cell_start"](cell=cell, cell_index=i)
-
-            def check(pid, answer, _count=count, _source=cell.source):
-                r = real_check(pid, answer)
-                with open(record, "a", encoding="utf-8") as f:
-                    f.write(json.dumps({"id": r.id, "status": r.status, "score": r.score, "message": r.message,
-                                        "execution_count": _count, "source": _source}) + "\n")
-                return r
-
-            namespace["check"] = check
-            try:
-                exec(cell.source, namespace)
-            except Exception as e:  # a kernel records the error in the cell's outputs and goes on
-                cell.outputs = [nbformat.v4.new_output("error", ename=type(e).__name__, evalue=str(e),
-                                                       traceback=[])]
+        namespace, count, running = {"check": check, "get": get}, 0, problem_module._running_cell
+        saved = os.environ.get("SCALEBOOK_RECORD")
+        os.environ["SCALEBOOK_RECORD"] = env["SCALEBOOK_RECORD"]
+        try:
+            for i, cell in enumerate(self.nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                count += 1
+                cell.execution_count = count
+                self.options["on_cell_start"](cell=cell, cell_index=i)
+                problem_module._running_cell = lambda _c=count, _s=cell.source: (_c, _s)
+                try:
+                    exec(cell.source, namespace)
+                except Exception as e:  # a kernel records the error in the cell's outputs and goes on
+                    cell.outputs = [nbformat.v4.new_output("error", ename=type(e).__name__, evalue=str(e),
+                                                           traceback=[])]
+        finally:
+            problem_module._running_cell = running
+            if saved is None:
+                os.environ.pop("SCALEBOOK_RECORD", None)
+            else:
+                os.environ["SCALEBOOK_RECORD"] = saved
 
 
 class Specs:
@@ -206,10 +210,10 @@ def test_a_file_of_exactly_64_mib_is_read_and_judged_on_its_content(tmp_path):
 def test_a_file_that_cannot_be_read_says_why(tmp_path, monkeypatch):
     path = write(notebook("x = 1"), tmp_path / "01-rooflines.ipynb")
 
-    def denied(self):
+    def denied(*args):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(type(path), "read_bytes", denied)
+    monkeypatch.setattr(os, "open", denied)
     with pytest.raises(Error) as e:
         read_notebook(path)
     assert str(e.value) == f"cannot read {path}: Permission denied"
@@ -330,16 +334,16 @@ def test_a_myst_solution_marker_outside_code_is_a_solution(marker, kind):
 
 def test_cells_after_text_or_code_that_does_not_parse_are_still_read():
     text = nbformat.v4.new_markdown_cell("my notes")
-    assert solutions_in(notebook(text, "answer = f(2)\ncheck('1.1', answer)")) == SOLVED.format(n=2, pid="1.1")
-    assert solutions_in(notebook("answer = (", "answer = f(2)\ncheck('1.1', answer)")) == SOLVED.format(n=2, pid="1.1")
+    assert solution_cells(notebook(text, "answer = f(2)\ncheck('1.1', answer)")) == {"1.1": 1}
+    assert solution_cells(notebook("answer = (", "answer = f(2)\ncheck('1.1', answer)")) == {"1.1": 1}
 
 
 def test_a_solution_marker_inside_code_is_not_a_myst_block():
     assert solutions_in(notebook('note = "{solution-start}"')) is None
 
 
-SOLVED = ("cell {n} computes `answer` and checks problem {pid} in one cell, as the worked solutions do: "
-          "keep your answer in its own `answer = ...` cell and the check in the next")
+SOLVED = (" computes `answer` and checks it in one cell, as the worked solutions do: "
+          "put your answer in its own `answer = ...` cell, the check in the next")
 
 
 @pytest.mark.parametrize("source", [
@@ -356,7 +360,9 @@ SOLVED = ("cell {n} computes `answer` and checks problem {pid} in one cell, as t
     'answer = f(2)\ncheck("1.1", answer)\ncheck("1.2", answer)',  # the first problem checked is named
 ])
 def test_computing_answer_and_checking_it_in_one_cell_is_a_solution(source):
-    assert solutions_in(notebook("x = 1", "y = 2", source)) == SOLVED.format(n=3, pid="1.1")
+    nb = notebook("x = 1", "y = 2", source)
+    assert solution_cells(nb)["1.1"] == 2 and set(solution_cells(nb)) <= {"1.1", "1.2"}
+    assert solutions_in(nb) is None  # the problem is refused, not the notebook
 
 
 @pytest.mark.parametrize("source", [
@@ -372,13 +378,14 @@ def test_computing_answer_and_checking_it_in_one_cell_is_a_solution(source):
     "answer = (",                                               # does not parse: passed over
 ])
 def test_a_cell_that_does_not_compute_and_check_is_not_a_solution(source):
-    assert solutions_in(notebook(source)) is None
+    assert solution_cells(notebook(source)) == {} and solutions_in(notebook(source)) is None
 
 
-@pytest.mark.parametrize("source, method", [('answer = get("1.1").answer()', "answer"),
-                                            ('x = problem_of("1.1").solve()', "solve")])
-def test_reading_the_answer_key_is_a_solution(source, method):
-    assert solutions_in(notebook("x = 1", source)) == f"cell 2 reads the answer key (`.{method}()` of a problem)"
+@pytest.mark.parametrize("source", ['answer = get("1.1").answer()', "answer = M(7.6).solve()"])
+def test_a_method_called_answer_or_solve_is_not_judged_by_its_text(source):
+    # reading the key is caught when it happens (see the grade tests below); a student's own
+    # `M(7.6).solve()` reads no key and is graded like any answer
+    assert solutions_in(notebook("x = 1", source)) is None and solution_cells(notebook(source)) == {}
 
 
 def test_a_method_called_answer_on_a_name_is_not_the_key():
@@ -433,21 +440,26 @@ def test_no_record_file_means_no_verdicts(tmp_path):
 
 # --- _score_page: verdicts matched to problems and cells ---------------------------------------------
 
-def verdict(pid, status, cell, score=None, message=None):
-    return {"id": pid, "status": status, "score": {"correct": 1.0, "close": 0.5}.get(status, 0.0) if score is None
-            else score, "message": message or f"{status} message", "execution_count": cell.execution_count,
-            "source": cell.source}
+def verdict(pid, status, cell, message=None, given=None):
+    return {"id": pid, "status": status, "given": given, "message": message or f"{status} message",
+            "execution_count": cell.execution_count, "source": cell.source}
 
 
-def score(nb, page_ids, verdicts):
-    return {r["id"]: r for r in grading._score_page(nb, page_ids, verdicts, grading._failures(nb))}
+def trust(pid, v):
+    """A judge that takes the recorded status as it is: the tests of which cell a verdict belongs to."""
+    return v["status"], v.get("message", "")
+
+
+def score(nb, page_ids, verdicts, reads=()):
+    return {r["id"]: r for r in grading._score_page(nb, page_ids, verdicts, grading._failures(nb), reads, judge=trust)}
 
 
 def test_each_problem_gets_its_last_verdict_score_and_message_in_page_order():
     c1, c2 = code('check("1.1", answer)', 1), code('check("1.2", answer)', 2)
     nb = notebook(c1, c2)
     rows = grading._score_page(nb, ["1.2", "1.1"], [verdict("1.1", "wrong", c1), verdict("1.2", "close", c2),
-                                                    verdict("1.1", "correct", c1, message="\x1b[32mright\x1b[0m")], {})
+                                                    verdict("1.1", "correct", c1, message="\x1b[32mright\x1b[0m")], {},
+                               judge=trust)
     assert rows == ({"id": "1.2", "status": "close", "score": 0.5, "message": "close message"},
                     {"id": "1.1", "status": "correct", "score": 1.0, "message": "right"})
 
@@ -617,7 +629,9 @@ PAGE = PageProgress(page=P2, notebooks=("a.ipynb", "b.ipynb"), correct=3, close=
 def test_page_progress_counts_the_rest_as_missing_and_close_as_a_half():
     assert (PAGE.missing, PAGE.score) == (6, 4.0)
     assert PAGE.to_dict() == {"page": P2, "notebooks": ["a.ipynb", "b.ipynb"], "correct": 3, "close": 2, "wrong": 4,
-                              "error": 1, "missing": 6, "total": 16, "score": 4.0}
+                              "error": 1, "refused": 0, "missing": 6, "total": 16, "score": 4.0}
+    refused = PageProgress(page=P2, notebooks=(), correct=3, close=2, wrong=4, error=1, total=16, refused=2)
+    assert (refused.missing, refused.score) == (4, 4.0)
 
 
 def test_progress_sums_the_pages_lists_the_failing_notebooks_and_reads_as_correct_over_total():
@@ -670,7 +684,7 @@ class Failing(FakeKernel):
         raise self.error
 
 
-SLOW = notebook("x = 1", "import time; time.sleep(60)")
+SLOW = notebook("x = 1", "import time; time.sleep(60)", 'check("1.1", answer)')
 
 
 @pytest.mark.parametrize("at, error, timeout_s, message", [
@@ -776,18 +790,28 @@ def test_the_kernel_client_s_log_reaches_neither_the_terminal_nor_the_root_logge
 
 
 def test_the_notebook_s_own_installed_kernel_runs_it(tmp_path):
-    nb = notebook("x = 1", kernelspec={"name": "julia-1.10", "display_name": "Julia"})
+    nb = notebook('check("1.1", 7.6)', kernelspec={"name": "julia-1.10", "display_name": "Julia"})
     grade(write(nb, tmp_path / "01-rooflines.ipynb"))
     assert FakeKernel.made[0].options["kernel_name"] == "julia-1.10"
 
 
-def test_a_notebook_with_solutions_is_refused_before_anything_runs(tmp_path):
-    path = write(notebook("answer = f(2)\ncheck('1.1', answer)"), tmp_path / "01-rooflines.ipynb")
+def test_a_notebook_with_the_book_s_solution_blocks_is_refused_before_anything_runs(tmp_path):
+    nb = notebook(nbformat.v4.new_markdown_cell("```{solution-start} ex-c1-weights\n```"), "x = 1")
     with pytest.raises(Error) as e:
-        grade(path)
-    assert str(e.value) == "01-rooflines.ipynb holds worked solutions, so it cannot be graded: " + SOLVED.format(
-        n=1, pid="1.1")
+        grade(write(nb, tmp_path / "01-rooflines.ipynb"))
+    assert str(e.value) == ("01-rooflines.ipynb holds worked solutions, so it cannot be graded: "
+                            "cell 1 has the book's worked solutions (a MyST solution block)")
     assert FakeKernel.made == []
+
+
+def test_a_worked_solution_in_one_cell_refuses_that_problem_and_names_the_cell(tmp_path):
+    nb = notebook(f"answer = {key('1.1')!r}", 'check("1.1", answer)',
+                  f"answer = float({key('1.2')!r})\ncheck('1.2', answer)")
+    rows = {r["id"]: r for r in grade(write(nb, tmp_path / "01-rooflines.ipynb")).rows}
+    assert rows["1.1"]["status"] == "correct"
+    assert rows["1.2"] == {"id": "1.2", "status": "refused", "score": 0.0,
+                           "message": grading._label(nb, 2) + SOLVED}
+    assert grading._label(nb, 2).startswith("cell 3 (answer = float(")
 
 
 @pytest.mark.parametrize("timeout_s, shown", [(0, "0"), (-1, "-1"), (float("inf"), "inf"), (float("nan"), "nan"),
@@ -854,7 +878,8 @@ def folder(tmp_path):
     write(answered(ids[:5], {k: str(v) for k, v in second.items()}), tmp_path / "01-rooflines-again.ipynb")
     write(answered(["2.1"], {"2.1": str(1.03 * key("2.1"))}), tmp_path / "02-accelerators.ipynb")
     write(notebook("x = 1", page=None), tmp_path / "scratch.ipynb")
-    write(notebook("answer = f(2)\ncheck('3.1', answer)", page=None), tmp_path / "03-sharding.ipynb")
+    write(notebook(nbformat.v4.new_markdown_cell("```{solution-start} ex\n```"), page=None),
+          tmp_path / "03-sharding.ipynb")
     return tmp_path
 
 
@@ -876,7 +901,7 @@ def test_a_folder_lists_notebooks_of_no_page_and_skips_those_that_cannot_be_grad
     progress = grade_all(folder)
     assert progress.unplaced == ("scratch.ipynb",)
     assert progress.skipped == (("03-sharding.ipynb", "03-sharding.ipynb holds worked solutions, so it cannot be "
-                                 "graded: " + SOLVED.format(n=1, pid="3.1")),)
+                                 "graded: cell 1 has the book's worked solutions (a MyST solution block)"),)
     assert len(progress.grades) == 3 and [len(g.failed_cells) for g in progress.grades] == [2, 2, 0]
 
 
@@ -899,3 +924,166 @@ def test_a_reason_for_skipping_is_one_line_of_at_most_400_characters(tmp_path):
     ((name, reason),) = grade_all(deep).skipped
     assert name == "01-rooflines.ipynb"
     assert reason == f"{deep}/01-rooflines.ipynb is JSON but not a Jupyter notebook (no list of cells)"[:397] + "..."
+
+
+# --- what a student cannot talk the grader into (issue 21) ----------------------------------------
+
+def statuses(tmp_path, *cells):
+    g = grade(write(notebook(*cells), tmp_path / "01-rooflines.ipynb"))
+    return {r["id"]: r for r in g.rows}, g
+
+
+def test_a_record_line_written_by_hand_scores_nothing(tmp_path):
+    # a line claiming 100 points and a correct status for a wrong answer: the grader judges the
+    # recorded answer itself and computes the score from that status
+    forged = ("import json, os\nwith open(os.environ['SCALEBOOK_RECORD'], 'a') as f:\n"
+              "    f.write(json.dumps({'id': '1.1', 'status': 'correct', 'score': 100, 'given': 1.0}) + '\\n')\n"
+              "    f.write(json.dumps({'id': '1.2', 'status': 'correct', 'score': 100}) + '\\n')")
+    rows, g = statuses(tmp_path, forged, 'check("1.3", None)')
+    assert rows["1.1"]["status"] == "wrong" and rows["1.1"]["score"] == 0.0
+    assert rows["1.2"]["status"] == "wrong"  # no answer recorded: at best wrong
+    assert g.score == 0
+
+
+def test_the_score_follows_the_status_and_never_exceeds_the_number_of_problems():
+    rows = tuple({"id": f"1.{i}", "status": "correct", "score": 100.0, "message": ""} for i in (1, 2))
+    assert Grade(notebook="n", page=P1, rows=rows).score == 2.0  # not 200
+    rows = ({"id": "1.1", "status": "close", "score": 100.0, "message": ""},)
+    assert Grade(notebook="n", page=P1, rows=rows).score == 0.5
+
+
+def test_a_recorded_answer_is_judged_again_with_the_grader_s_own_key():
+    c = code('check("1.1", answer)', 1)
+    judged = grading._score_page(notebook(c), ["1.1"], [verdict("1.1", "wrong", c, given=key("1.1"))], {})[0]
+    assert (judged["status"], judged["score"]) == ("correct", 1.0)
+    judged = grading._score_page(notebook(c), ["1.1"], [verdict("1.1", "correct", c, given=2 * key("1.1"))], {})[0]
+    assert judged["status"] == "wrong" and "factor of 2" in judged["message"]
+    for given in (None, float("nan"), True, "7.6"):  # no readable answer: `missing` stays, anything else is wrong
+        assert grading._score_page(notebook(c), ["1.1"], [verdict("1.1", "correct", c, given=given)], {})[0][
+            "status"] == "wrong"
+    assert grading._score_page(notebook(c), ["1.1"], [verdict("1.1", "missing", c)], {})[0]["status"] == "missing"
+
+
+READS = [
+    'answer = get("1.1").answer()',                                   # the key by the public route
+    'answer = getattr(get("1.1"), "answer")()',                      # by getattr
+    'p = get("1.1")\nanswer = p.solve(**p.inputs)',                  # the solver itself
+    "from scalebook.exercises.bank import ch01_rooflines as m\nanswer = m.weights_stream_ms.answer()",  # the module
+    "from scalebook.exercises.problem import _BANK\nanswer = _BANK['1.1'].answer()",                      # _BANK
+]
+
+
+@pytest.mark.parametrize("source", READS)
+def test_reading_the_key_refuses_the_problem_and_names_the_cell(tmp_path, source):
+    rows, g = statuses(tmp_path, "x = 1", source, 'check("1.1", answer)', f"answer = {key('1.2')!r}",
+                       'check("1.2", answer)')
+    first = source.splitlines()[0]
+    assert rows["1.1"] == {"id": "1.1", "status": "refused", "score": 0.0,
+                           "message": f"cell 2 ({first[:40]}{'...' if len(first) > 40 else ''}) read this problem's "
+                                      "key (`.answer()` or `.solve(...)` of the problem): compute your answer with "
+                                      "the package's modules, not with the answer key"}
+    assert rows["1.2"]["status"] == "correct" and g.score == 1
+
+
+def test_a_student_s_own_solve_method_is_graded_like_any_answer(tmp_path):
+    mine = f"class M:\n    def __init__(self, x):\n        self.x = x\n    def solve(self):\n        return self.x\n"
+    rows, _ = statuses(tmp_path, mine, f"answer = M({key('1.1')!r}).solve()", 'check("1.1", answer)')
+    assert rows["1.1"]["status"] == "correct"
+
+
+def test_a_loop_of_checks_refuses_the_problem(tmp_path):
+    loop = f'for x in range({grading.MAX_CHECKS + 1}):\n    check("1.1", x)'
+    rows, _ = statuses(tmp_path, loop)
+    assert rows["1.1"] == {"id": "1.1", "status": "refused", "score": 0.0,
+                           "message": f"checked {grading.MAX_CHECKS + 1} times in one run (at most "
+                                      f"{grading.MAX_CHECKS}): a loop of checks is not an answer"}
+    rows, _ = statuses(tmp_path, f'for x in range({grading.MAX_CHECKS}):\n    check("1.1", x)')
+    assert rows["1.1"]["status"] == "wrong"  # as many checks as a student re-running cells may make
+
+
+def test_a_scratch_cell_that_raises_after_a_check_does_not_touch_the_next_problem(tmp_path):
+    rows, g = statuses(tmp_path, f"answer = {key('1.1')!r}", 'check("1.1", answer)', "oops()",
+                       f"answer = {key('1.2')!r}", 'check("1.2", answer)')
+    assert (rows["1.1"]["status"], rows["1.2"]["status"]) == ("correct", "correct")
+    assert g.failed_cells == ("cell 3 (oops()) raised NameError: name 'oops' is not defined",)
+
+
+def test_a_scratch_cell_that_raises_between_the_answer_and_its_check_does_not_touch_it(tmp_path):
+    rows, _ = statuses(tmp_path, f"answer = {key('1.1')!r}", "oops()", 'check("1.1", answer)')
+    assert rows["1.1"]["status"] == "correct"
+
+
+def test_an_answer_cell_that_raises_after_a_good_one_makes_the_check_an_error(tmp_path):
+    rows, _ = statuses(tmp_path, f"answer = {key('1.1')!r}", "answer = 1 / 0", 'check("1.1", answer)')
+    assert rows["1.1"]["status"] == "error" and rows["1.1"]["message"].startswith("cell 2 (answer = 1 / 0) raised")
+    rows, _ = statuses(tmp_path, "answer = 7.6 ms", 'check("1.1", answer)')  # a syntax error sets no answer
+    assert rows["1.1"]["status"] == "error" and "SyntaxError" in rows["1.1"]["message"]
+
+
+def test_check_results_and_messages_never_state_the_key():
+    k = key("1.1")
+    for given in (k, 1.03 * k, 2 * k, 7.647e9 * k, k / 7.647e9, -k, 3 * k):
+        r = check("1.1", given)
+        assert not hasattr(r, "expected")
+        assert grading_number(k) not in r.message.replace(grading_number(given), ""), r.message
+
+
+def grading_number(x):
+    from scalebook.exercises import answers
+
+    return answers.number(x)
+
+
+# --- files that are not notebooks, and notebooks of nothing (issue 21) ----------------------------
+
+def test_a_link_to_a_device_is_refused_without_reading_it(tmp_path):
+    (tmp_path / "01-rooflines.ipynb").symlink_to("/dev/zero")
+    with pytest.raises(Error) as e:
+        read_notebook(tmp_path / "01-rooflines.ipynb")
+    assert str(e.value) == (f"{tmp_path}/01-rooflines.ipynb is not a regular file (a device, FIFO or socket): "
+                            "give a notebook file (.ipynb)")
+
+
+def test_a_fifo_is_refused_without_opening_it(tmp_path):
+    os.mkfifo(tmp_path / "01-rooflines.ipynb")  # opening it would wait for a writer for ever
+    with pytest.raises(Error, match="is not a regular file"):
+        read_notebook(tmp_path / "01-rooflines.ipynb")
+
+
+def test_a_name_too_long_for_the_system_is_one_error(tmp_path):
+    path = tmp_path / ("a" * 400 + ".ipynb")
+    with pytest.raises(Error) as e:
+        read_notebook(path)
+    assert str(e.value) == f"cannot read {path}: File name too long"
+
+
+def test_a_file_that_grows_past_the_limit_while_read_is_cut_at_64_mib(tmp_path, monkeypatch):
+    path = write(notebook("x = 1"), tmp_path / "01-rooflines.ipynb")
+    real = path.stat()
+    said = os.stat_result((real.st_mode, 0, 0, 1, 0, 0, 10, 0, 0, 0))  # a regular file of 10 bytes, it says
+    monkeypatch.setattr(type(path), "stat", lambda self, **kw: said)
+    monkeypatch.setattr(grading, "_MAX_BYTES", 10)  # the size said it fits; the read finds more
+    with pytest.raises(Error) as e:
+        read_notebook(path)
+    assert str(e.value) == f"{path} is over 0 MiB, too large to be a problem notebook"
+
+
+def test_json_without_an_nbformat_version_is_not_a_notebook(tmp_path):
+    (tmp_path / "01-rooflines.ipynb").write_text('{"cells": [], "metadata": {}}')
+    with pytest.raises(Error) as e:
+        read_notebook(tmp_path / "01-rooflines.ipynb")
+    assert str(e.value) == f"{tmp_path}/01-rooflines.ipynb is JSON but not a Jupyter notebook (no nbformat version)"
+
+
+def test_a_notebook_with_no_check_of_its_page_is_refused_before_it_runs(tmp_path):
+    with pytest.raises(Error) as e:
+        grade(write(notebook("x = 1", 'check("2.1", 1)'), tmp_path / "01-rooflines.ipynb"))
+    assert str(e.value) == ("01-rooflines.ipynb has no check() of a problem of page 01-rooflines: it is not a copy of "
+                            f"the problem notebook exercises/01-rooflines.ipynb (its {len(problems(page=P1))} "
+                            'problems each have a check("id", answer) cell)')
+    assert FakeKernel.made == []
+
+
+def test_a_fractional_timeout_is_rounded_up_to_whole_seconds_for_the_kernel(tmp_path):
+    grade(graded_notebook(tmp_path), timeout_s=2.5)
+    assert FakeKernel.made[0].options["timeout"] == 3

@@ -184,9 +184,9 @@ def test_a_gpus_sources_carry_every_label_of_its_record(name, key):
 
 
 @pytest.mark.parametrize("name, nvlink", [("a100", 300e9), ("h100", 450e9), ("b200", 900e9), ("gb200", 900e9),
-                                          ("h800", 300e9)])
+                                          ("h800", 200e9)])
 def test_only_the_h200_borrows_its_nvlink_figure_from_its_generation(name, nvlink):
-    # NVLink 3 (A100): 12 links x 25 GB/s; NVLink 4: 18 x 25; NVLink 5: 18 x 50; H800: cut to 300
+    # NVLink 3 (A100): 12 links x 25 GB/s; NVLink 4: 18 x 25; NVLink 5: 18 x 50; H800: cut to 400 both ways
     c = chip(name)
     assert c.ici_one_way_bytes_per_s == nvlink
     assert "NVLink" not in c.sources
@@ -216,11 +216,11 @@ def test_gb200_memory_and_host_link_are_its_own():
     assert c.sources["SMs and caches"] == "B200 figures (2 B200 + 1 Grace CPU per GB200; NVLink C2C to host)"
 
 
-def test_h800_is_an_h100_with_nvlink_cut_to_300_gb_s():
+def test_h800_is_an_h100_with_nvlink_cut_to_200_gb_s_each_way():
     # fp8: 3,026 TFLOP/s sparse -> 1,513 dense; bf16 half of that
     c = chip("h800")
     h100 = chip("h100")
-    assert c.ici_one_way_bytes_per_s == 300e9
+    assert c.ici_one_way_bytes_per_s == 200e9
     assert dict(c.flops_per_s) == {"bf16": 756.5e12, "int8": 1.513e15, "fp8": 1.513e15}
     assert (c.hbm_bytes, c.hbm_bytes_per_s, c.pcie_bytes_per_s) == (h100.hbm_bytes, h100.hbm_bytes_per_s,
                                                                     h100.pcie_bytes_per_s)

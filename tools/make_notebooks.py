@@ -3,6 +3,7 @@
 
     python tools/make_notebooks.py            # execute each page once, write chapters/*.ipynb and exercises/*.ipynb
     python tools/make_notebooks.py --check    # exit 1 if any committed notebook is stale
+    python tools/make_notebooks.py --solutions build/nbval   # problem pages with their worked solutions, for nbval
 
 A generated notebook is what a reader opens in Colab, and it reads like the book's page:
 
@@ -13,11 +14,19 @@ A generated notebook is what a reader opens in Colab, and it reads like the book
   go to the site's page; admonitions become block quotes, `{math}` becomes `$...$`;
 - problem statements stay as Markdown with their `answer = None` and `check` cells; solutions are
   dropped; outputs are dropped;
+- a chapter's in-text quiz answers (`{solution}`, or an admonition with `:class: dropdown`) stay
+  folded under their question, as on the site, in a `<details>` block;
 - hidden (`remove-cell`) code cells start with `%%capture`, so they print nothing; the install
   cell is the exception (it must be able to tell the reader to restart the runtime);
 - the install cell is written here (`install_cell_source`): the repository URL comes from
   `_config.yml` and the oldest supported JAX from `pyproject.toml`; `make notebooks` also writes
   it into the `.md` sources, so both stay the same (TOOLCHAIN.md, notes 2-4).
+
+`--solutions DIR` writes, for each problem page, a notebook with every `answer = None` cell
+replaced by its worked solution's code (each ending in `check("id", answer)`) and a first cell
+that turns on strict mode, so that running it raises at the first solution that misses its key;
+`make test` runs those and the chapter notebooks under pytest's nbval plugin (`--nbval-lax`).
+Nothing is executed to write them, and they are never committed.
 
 The notebook's metadata says which page it is: `{"scalebook": {"page": "01-rooflines",
 "kind": "chapter" | "problems"}}`. The `.md` is the source that people edit; the `.ipynb`
@@ -210,6 +219,7 @@ class _Page:
 
     def __init__(self, md_path: Path, glued: dict[str, str]):
         self.md_path, self.glued, self.used = md_path, glued, {}
+        self.kind = KINDS.get(md_path.parent.name, "chapter")
 
     def role(self, m: re.Match) -> str:
         role, body = m.group("role"), m.group("body")
@@ -247,11 +257,23 @@ def _title(md: Path) -> str | None:
     return m.group(1).strip() if m else None
 
 
+def _folded(lines: list[str], index: int) -> bool:
+    """Whether the directive opened at `lines[index]` has the option `:class: dropdown`."""
+    for line in lines[index + 1:]:
+        stripped = line.strip()
+        if not _OPTION.match(stripped) or stripped.startswith(":::"):
+            return False
+        if re.match(r"^:class:.*\bdropdown\b", stripped):
+            return True
+    return False
+
+
 def _markdown(text: str, state: dict, page: _Page) -> str | None:
     """Rewrite one Markdown cell; returns None when nothing remains. `state` carries across cells."""
     out: list[str] = []
     stack: list[tuple[str, str]] = []  # (closing fence, kind)
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
         stripped = line.strip()
         m = _FENCE.match(stripped)
         if state.get("in_solution"):
@@ -284,6 +306,15 @@ def _markdown(text: str, state: dict, page: _Page) -> str | None:
                 out.extend([title, ""])
                 state["skip_close"] = ticks
                 continue
+            depth = sum(1 for _, k in stack if k == "quote")
+            if page.kind == "chapter" and (name == "solution" or _folded(lines, index)):
+                # A chapter's quiz answer (a `{solution}` or a dropdown admonition) stays folded
+                # under its question, as on the site: a <details> block that Jupyter and Colab render.
+                head = "Answer" if name == "solution" else (arg if name == "admonition" else name.capitalize())
+                out += [("> " * depth + f"<details><summary><b>{_ROLE.sub(page.role, head)}</b></summary>").rstrip(),
+                        ("> " * depth).rstrip()]
+                stack.append((ticks, "fold"))
+                continue
             if name in ("solution", "glue:figure", "figure", "code-cell"):
                 stack.append((ticks, "drop"))
                 continue
@@ -300,6 +331,9 @@ def _markdown(text: str, state: dict, page: _Page) -> str | None:
             kind = stack.pop()[1]
             if kind == "math":
                 out.append("$$")
+            if kind == "fold":
+                depth = sum(1 for _, k in stack if k == "quote")
+                out += [("> " * depth).rstrip(), "> " * depth + "</details>"]
             continue
         if stack and _OPTION.match(stripped):
             continue  # directive options
@@ -396,6 +430,65 @@ def write_install_cell(md_path: Path) -> bool:
     return new != text
 
 
+# ---------------------------------------------------------------- worked solutions for nbval
+
+_SOLUTION_START = re.compile(r"^[`:]{3,}\{solution-start\}")
+_SOLUTION_END = re.compile(r"^[`:]{3,}\{solution-end\}")
+STRICT_CELL = ('import os\n'
+               'os.environ["SCALEBOOK_STRICT"] = "1"  # every check() below raises unless its answer is right')
+
+
+def solutions_notebook(md_path: Path) -> nbformat.NotebookNode:
+    """The problem page `md_path` as a notebook whose `answer = None` cells are replaced by their
+    worked solutions' code, after a first cell that turns on strict mode (`check()` then raises
+    for anything but a correct answer). Markdown is kept as it is. Raises `SystemExit` when a
+    solution has no `answer = None` cell before it, or a page has no solution."""
+    nb = jupytext.read(md_path, fmt="md:myst")
+    out, pending, code, inside, solved = [], None, [], False, 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if _SOLUTION_START.match(line.strip()):
+                    inside, code = True, []
+                elif _SOLUTION_END.match(line.strip()):
+                    inside = False
+                    if pending is None:
+                        raise SystemExit(f"{md_path.name}: a solution without an `answer = None` cell before it")
+                    out[pending:pending + 1] = code
+                    pending, solved = None, solved + 1
+            out.append(cell)
+        elif inside:
+            code.append(nbformat.v4.new_code_cell(cell.source))
+        elif cell.source.lstrip().startswith("answer = None"):
+            pending = len(out)
+            out.append(cell)
+        else:
+            out.append(cell)
+    if not solved:
+        raise SystemExit(f"{md_path.name}: no worked solution to check")
+    cells = [nbformat.v4.new_code_cell(STRICT_CELL)] + [
+        nbformat.v4.new_code_cell(c.source) if c.cell_type == "code" else nbformat.v4.new_markdown_cell(c.source)
+        for c in out]
+    new = nbformat.v4.new_notebook(cells=cells)
+    new.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                    "language_info": {"name": "python"},
+                    "scalebook": {"page": page_name(md_path), "kind": "solutions"}}
+    for i, cell in enumerate(new.cells):
+        cell["id"] = f"s{i:03d}"
+    return new
+
+
+def write_solutions(folder: Path, pages: list[Path] | None = None) -> list[Path]:
+    """Write `solutions_notebook` of every problem page (or of `pages`) into `folder`; the paths written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for md in pages or sorted((ROOT / "exercises").glob("*.md")):
+        path = folder / f"{md.stem}.ipynb"
+        path.write_text(nbformat.writes(solutions_notebook(md)) + "\n", encoding="utf-8")
+        written.append(path)
+    return written
+
+
 def _build_one(md: str) -> str:
     md_path = Path(md)
     write_install_cell(md_path)
@@ -407,8 +500,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="fail if a committed notebook is stale (executes nothing)")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "2")), help="pages executed at once")
+    ap.add_argument("--solutions", metavar="DIR", type=Path,
+                    help="write the problem pages with their worked solutions in place into DIR (executes nothing)")
     ap.add_argument("pages", nargs="*", type=Path, help="only these .md sources (default: all)")
     args = ap.parse_args(argv)
+    if args.solutions is not None:
+        chosen = [p.resolve() for p in args.pages if p.resolve().parent.name == "exercises"] or None
+        written = write_solutions(args.solutions, chosen)
+        print(f"wrote {len(written)} notebooks with worked solutions into {args.solutions}", flush=True)
+        return 0
     pages = [p.resolve() for p in args.pages] or sources()
     if args.check:
         stale = [md.relative_to(ROOT).as_posix() for md in pages

@@ -5,13 +5,20 @@ progress per problem page (problems correct / total). Grading executes the noteb
 """
 from __future__ import annotations
 
+import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 from ..cli import add_json_flag, emit, positive_number, table
 from ..errors import Error
-from ..grading import DEFAULT_TIMEOUT_S, clean, grade, grade_all, notebooks_in
+from ..grading import DEFAULT_TIMEOUT_S, MAX_CHECKS, clean, grade, grade_all, notebooks_in
 
+_LIMITS = ("A problem is refused when a cell computes its answer and checks it in one go (a worked solution), "
+           f"reads its key (.answer() or .solve() of a problem), or checks it more than {MAX_CHECKS} times; each recorded "
+           "answer is judged again by the grader. What grading cannot prevent: code in the notebook runs with "
+           "your rights, so a determined student can patch check() or forge its record. It is feedback for "
+           "self-study, not an exam.")
 _TRUST = ("Grading EXECUTES THE NOTEBOOK'S CODE in a fresh Jupyter kernel, as running it in Jupyter would: "
           "grade only notebooks you trust.")
 
@@ -23,8 +30,9 @@ def register(sub) -> None:
                     "correct, close, wrong, missing, or error when a cell of that problem raised. With --all DIR, "
                     "grade every notebook in a folder and print the progress per page. " + _TRUST +
                     " MyST sources (.md) and notebooks holding worked solutions are refused. Exit status: 0 when "
-                    "every cell ran, 1 when a cell raised (or, with --all, a notebook was skipped), 2 when a "
-                    "notebook cannot be graded (not a notebook, solutions, kernel died or missing, a cell timed out).")
+                    "every cell ran, 1 when a cell raised or a problem was refused (or, with --all, a notebook was skipped), 2 "
+                    "when a notebook cannot be graded (not a notebook, the book's solutions, no check of its page, "
+                    "kernel died or missing, a cell timed out). " + _LIMITS)
     p.add_argument("notebook", nargs="?", help="path to the .ipynb (e.g. exercises/01-rooflines.ipynb)")
     p.add_argument("--all", metavar="DIR", dest="folder",
                    help="grade every problem notebook (*.ipynb) in DIR and summarise per page")
@@ -47,8 +55,8 @@ def run(args) -> int:
 
     def text() -> str:
         lines = [f"{clean(Path(g.notebook).name)}: problems of page {g.page}",
-                 table([{"id": r["id"], "status": r["status"], "score": f"{r['score']:g}", "note": r["message"]}
-                        for r in g.rows])]
+                 noted_table([{"id": r["id"], "status": r["status"], "score": f"{r['score']:g}", "note": r["message"]}
+                              for r in g.rows])]
         lines.append(f"score: {g.score:g} / {g.out_of}")
         if g.ignored:
             lines.append(f"ignored checks of other pages' problems: {', '.join(g.ignored)}")
@@ -56,7 +64,28 @@ def run(args) -> int:
         return "\n".join(lines)
 
     emit(args, g.to_dict(), text)
-    return 0 if not g.failed_cells else 1
+    return 0 if not (g.failed_cells or g.count("refused")) else 1
+
+
+def noted_table(rows: list[dict], width: int | None = None) -> str:
+    """`cli.table` of `rows`, whose last column (a free-text note) wraps to the terminal's width
+    (`width`, else $COLUMNS or the terminal's, else 100), continued under itself; never narrower
+    than 30 characters. Rows are not padded past their text."""
+    if not rows:
+        return table(rows)
+    width = width or shutil.get_terminal_size((100, 24)).columns
+    cols = list(rows[0])
+    *fixed, note = cols
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in fixed}
+    indent = sum(widths.values()) + 2 * len(fixed)
+    room = max(30, width - indent)
+    out = ["  ".join(c.ljust(widths[c]) for c in fixed) + "  " + note,
+           "  ".join("-" * widths[c] for c in fixed) + "  " + "-" * min(room, max(len(note), *(len(str(r[note])) for r in rows)))]
+    for r in rows:
+        wrapped = textwrap.wrap(str(r[note]), room, break_long_words=True, break_on_hyphens=False) or [""]
+        out.append(("  ".join(str(r[c]).ljust(widths[c]) for c in fixed) + "  " + wrapped[0]).rstrip())
+        out += [" " * indent + more for more in wrapped[1:]]
+    return "\n".join(out)
 
 
 def _run_all(args) -> int:
@@ -70,7 +99,7 @@ def _run_all(args) -> int:
 
     def text() -> str:
         rows = [{"page": c.page, "correct": f"{c.correct} / {c.total}", "close": c.close, "wrong": c.wrong,
-                 "error": c.error, "missing": c.missing, "score": f"{c.score:g}", "notebooks": ", ".join(c.notebooks)}
+                 "error": c.error, "refused": c.refused, "missing": c.missing, "score": f"{c.score:g}", "notebooks": ", ".join(c.notebooks)}
                 for c in pr.pages]
         lines = [table(rows) if rows else "no problem notebook could be graded"]
         lines.append(f"correct: {pr.correct} / {pr.total} problems on {len(pr.pages)} page"

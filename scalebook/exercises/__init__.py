@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import html
 import importlib
-import json
 import re
 import math
 import os
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 
 from ..errors import Error
 from . import answers
-from .problem import _BANK, Problem, page_of_module, problem
+from .problem import _BANK, Problem, _append_record, _running_cell, _solve_quietly, page_of_module, problem  # noqa: F401
 
 __all__ = ["check", "problems", "pages", "get", "CheckResult", "AnswerError", "Problem", "problem"]
 
@@ -75,12 +74,12 @@ def get(id: str) -> Problem:
 @dataclass(frozen=True)
 class CheckResult:
     """The verdict on one answer: `given` is the answer read in the problem's unit (None when it
-    was missing or could not be read), `expected` the key in the same unit."""
+    was missing or could not be read). The key is not part of it, and no message states it: a
+    wrong answer learns its direction and order of magnitude, or the slip that explains it."""
 
     id: str
     status: str  # 'correct' | 'close' | 'wrong' | 'missing'
     given: float | None
-    expected: float
     unit: str
     message: str
 
@@ -157,9 +156,23 @@ def _diagnose(p: Problem, log_ratio: float) -> str:
         if priority == 2:  # generic hints say which way the answer is off
             hint += " (yours is larger)" if log_ratio > 0 else " (yours is smaller)"
         return hint
-    factor = math.exp(min(abs(log_ratio), 700.0))
-    return ("too large" if log_ratio > 0 else "too small") + f" by a factor of {answers.number(factor, 3)}" + (
+    return ("too large" if log_ratio > 0 else "too small") + f" {_magnitude(log_ratio)}" + (
         f"; hint: {p.hint}" if p.hint else "")
+
+
+def _magnitude(log_ratio: float) -> str:
+    """How far off an answer is, as coarsely as a hint needs and no finer (so that the key cannot be
+    read back from it): 'by less than 25%', 'by less than a factor of 2', 'by a factor between 2
+    and 10', else 'by roughly a factor of 1000' (the ratio rounded to a power of ten)."""
+    x = abs(log_ratio)
+    if x < math.log(1.25):
+        return "by less than 25%"
+    if x < math.log(2):
+        return "by less than a factor of 2"
+    if x < math.log(10):
+        return "by a factor between 2 and 10"
+    power = round(x / math.log(10))
+    return "by roughly a factor of " + (f"{10 ** power:,}" if power <= 6 else f"10^{power}")
 
 
 def _close_cause(p: Problem, log_ratio: float) -> str:
@@ -168,8 +181,7 @@ def _close_cause(p: Problem, log_ratio: float) -> str:
         for target, cause in ((1.024, "KiB vs kB (1024 vs 1000)?"), (1.024**2, "MiB (2^20) vs MB (1e6)?")):
             if abs(abs(log_ratio) - math.log(target)) <= 0.002:
                 return cause
-    return ("most likely rounding: carry three or more significant digits through every step, "
-            "and take spec figures from `scalebook.chip(...)` rather than rounded ones")
+    return "rounding? Carry three significant digits and take specs from `scalebook.chip(...)`"
 
 
 def check(id: str, answer: object) -> CheckResult:
@@ -181,14 +193,14 @@ def check(id: str, answer: object) -> CheckResult:
     decimal commas and mismatched units are refused); else `correct`, `close` or `wrong`. Only an
     unknown problem id raises (`Error`), since no answer can fix that. In strict mode
     (SCALEBOOK_STRICT=1) raises `AnswerError` unless the answer is correct. Never evaluates code.
+    In a plain script (no IPython shell, not the interactive prompt) it also prints the verdict,
+    since nothing else would show it; Jupyter and the prompt show the returned result themselves.
     """
     if not isinstance(id, str):
         raise Error(f"check() takes the problem id as a string, like check(\"1.1\", answer); got {id!r}")
     p = get(id)
-    expected = p.answer()
-    show = functools.partial(answers.show, unit=p.unit)
     if answer is None or (isinstance(answer, str) and not answer.strip()):
-        result = CheckResult(id, "missing", None, expected, p.unit,
+        result = CheckResult(id, "missing", None, p.unit,
                              f"no answer yet: set `answer` to {answers.asks_for(p.unit)}")
     else:
         try:
@@ -199,19 +211,24 @@ def check(id: str, answer: object) -> CheckResult:
             accepted = "" if "asks for" in str(e) else (
                 f" (this problem asks for {answers.asks_for(p.unit)}"
                 + (")" if counted else f": a number in {p.unit} or a string like '1.5 {p.unit}')"))
-            result = CheckResult(id, "wrong", None, expected, p.unit, f"{e}{accepted}")
+            result = CheckResult(id, "wrong", None, p.unit, f"{e}{accepted}")
         if given is not None:
-            result = _verdict(p, given, expected, show)
+            result = _verdict(p, given, _solve_quietly(p))
     _record(result)
+    if _plain_script():
+        print(repr(result), flush=True)
     if os.environ.get("SCALEBOOK_STRICT") == "1" and result.status != "correct":
         raise AnswerError(f"problem {id}: {result.message}")
     return result
 
 
-def _verdict(p: Problem, given: float, expected: float, show) -> CheckResult:
-    """The verdict on a readable answer `given` (in the problem's unit) against the key."""
+def _verdict(p: Problem, given: float, expected: float) -> CheckResult:
+    """The verdict on a readable answer `given` (in the problem's unit) against the key `expected`;
+    the grader calls it too, to judge a recorded answer again outside the kernel."""
+    show = functools.partial(answers.show, unit=p.unit)
+
     def result(status: str, message: str) -> CheckResult:
-        return CheckResult(p.id, status, given, expected, p.unit, message)
+        return CheckResult(p.id, status, given, p.unit, message)
 
     if expected == 0:
         if given == 0:
@@ -225,39 +242,31 @@ def _verdict(p: Problem, given: float, expected: float, show) -> CheckResult:
             return result("wrong", f"{show(given)}: the size is right but the sign is wrong")
         return result("wrong", f"{show(given)}: the sign is wrong, and {_diagnose(p, lr)}")
     if abs(lr) <= math.log1p(p.rel_tol):
-        return result("correct", f"{show(given)} is right (key {show(expected)})")
+        return result("correct", f"{show(given)} is right")
     if abs(lr) <= math.log1p(2 * p.rel_tol):
-        off = math.expm1(abs(lr)) * 100
-        return result("close", f"{show(given)} is {off:.1f}% {'above' if lr > 0 else 'below'} the key "
-                               f"(asked in {p.unit or 'plain numbers'}), outside the {p.rel_tol:.0%} tolerance: "
-                               f"{_close_cause(p, lr)}" + (f"; hint: {p.hint}" if p.hint else ""))
+        return result("close", f"{show(given)} is just {'above' if lr > 0 else 'below'} the key, outside the "
+                               f"{_percent(p.rel_tol)} tolerance: {_close_cause(p, lr)}")
     return result("wrong", f"{show(given)}: {_diagnose(p, lr)}")
 
 
-def _record(result: CheckResult) -> None:
-    """Append the verdict to $SCALEBOOK_RECORD (a JSON-lines file) when grading a notebook, with
-    the running cell's execution count and source, so the grader knows which cell called check()."""
-    path = os.environ.get("SCALEBOOK_RECORD")
-    if path:
-        count, source = _running_cell()
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"id": result.id, "status": result.status, "score": result.score,
-                                "message": result.message, "execution_count": count, "source": source}) + "\n")
-
-
-def _running_cell() -> tuple[int | None, str | None]:
-    """(execution count, source) of the cell running in an IPython kernel, else (None, None).
-
-    IPython stores a cell's input (`In[-1]`) before running it; whether its execution count is
-    already advanced depends on the IPython version, so the grader matches on the source first.
-    """
+def _plain_script() -> bool:
+    """Whether Python runs a script, where a returned result is shown nowhere: no IPython shell is
+    running and this is not the interactive prompt (`python -i`, the REPL)."""
     import sys
 
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
-    if shell is None:
-        return None, None
-    count = getattr(shell, "execution_count", None)
-    history = getattr(shell, "user_ns", {}).get("In")
-    source = history[-1] if isinstance(history, list) and history and isinstance(history[-1], str) else None
-    return (count if isinstance(count, int) else None), source
+    return shell is None and not hasattr(sys, "ps1") and not sys.flags.interactive
+
+
+def _percent(x: float) -> str:
+    """A tolerance as a reader writes it: 0.02 -> '2%', 0.005 -> '0.5%'; below 0.01% (a count asked
+    exactly, such as rel_tol=1e-9) 'near-exact', never in e-notation."""
+    return f"{x * 100:.3g}%" if x >= 1e-4 else "near-exact"
+
+
+def _record(result: CheckResult) -> None:
+    """Append the verdict to $SCALEBOOK_RECORD (a JSON-lines file) when grading a notebook, with
+    the answer as read (`given`) and the running cell's execution count and source, so the grader
+    knows which cell called check() and can judge the answer again with the key it computes itself."""
+    _append_record({"id": result.id, "status": result.status, "given": result.given, "message": result.message})

@@ -39,9 +39,11 @@ _KIND = {
     "": "a plain number", "s": "a time", "B": "a size in bytes", "B/s": "a bandwidth", "FLOP": "an amount of work",
     "FLOP/s": "a compute rate", "FLOP/B": "an arithmetic intensity", "token": "a number of tokens",
     "chip": "a number of chips", "param": "a number of parameters", "$": "a cost in dollars",
-    "%": "a percentage", "token/s": "a throughput",
+    "%": "a percentage", "token/s": "a throughput", "hop": "a number of hops",
 }
-_COUNTS = ("", "token", "chip", "param", "%", "$")
+_COUNTS = ("", "token", "chip", "param", "%", "$", "hop")
+#: Units that are nouns counted in words: plural unless the number is 1 ('1 token', '2 tokens').
+_NOUNS = {"token": "tokens", "chip": "chips", "param": "params", "hop": "hops", "day": "days", "days": "days"}
 
 _NUMBER = re.compile(r"^(?P<num>[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>.*?)$")
 _GROUPED = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?P<rest>\.\d*)?(?:[eE][-+]?\d+)?$")
@@ -58,10 +60,20 @@ def _unit(unit: str) -> tuple[str, float]:
 
 
 def asks_for(unit: str) -> str:
-    """What a problem in `unit` asks for, in words: 'a time in ms', 'a number of tokens', 'a plain number'."""
+    """What a problem in `unit` asks for, in words: 'a time in ms', 'a size in kB', 'a number of
+    tokens', 'a plain number' (a size asked in plain bytes is 'a size in bytes')."""
     canon, _ = _unit(unit)
     kind = _KIND.get(canon, f"a quantity in {unit}")
-    return kind if canon in _COUNTS or canon not in _KIND else f"{kind} in {unit}"
+    if canon in _COUNTS or canon not in _KIND or unit == "B":
+        return kind
+    return f"{kind.removesuffix(' in bytes')} in {unit}"
+
+
+def _unit_word(unit: str, text: str) -> str:
+    """`unit` as written after the number `text`: nouns agree with it ('1 day', '3 days', '10 hops')."""
+    if unit in _NOUNS:
+        return unit.removesuffix("s") if text in ("1", "-1") else _NOUNS[unit]
+    return unit
 
 
 def _quote(value: object) -> str:
@@ -189,9 +201,8 @@ def show(x: float, unit: str) -> str:
     A value asked in a prefixed unit that reads better with another prefix gets the SI reading in
     parentheses; the number itself always stays in the problem's unit, since that is what to type.
     """
-    plural = unit in ("token", "chip", "param") and number(x) != "1"
     text = (f"${number(x)}" if unit == "$" else
-            number(x) + (f" {unit}{'s' if plural else ''}" if unit else ""))
+            number(x) + (f" {_unit_word(unit, number(x))}" if unit else ""))
     canon, factor = _unit(unit)
     if canon in ("s", "B", "B/s", "FLOP", "FLOP/s") and x != 0 and not (1e-1 <= abs(x) < 1e4):
         alt = units.format_quantity(x * factor, canon, 4)

@@ -1,6 +1,18 @@
-"""A problem of the bank: its id, unit, tolerance, named inputs and the function that answers it."""
+"""A problem of the bank: its id, unit, tolerance, named inputs and the function that answers it.
+
+Reading a key is noted while a notebook is graded: when $SCALEBOOK_RECORD names a file (the
+grader sets it in the kernel), `Problem.answer()` and `Problem.solve(...)` append a line
+`{"id": ..., "event": "key", ...}` to it, with the running cell, before they return the key. These
+are the routes a student reaches without trying (`get(id).answer()`, `getattr(p, "answer")()`, the
+bank module's attribute, `_BANK[id]`): each leads to one of these two methods, and the grader
+refuses the problem whose key was read. `check()` computes the key through `_solve_quietly`,
+which notes nothing. Code that calls the private solver itself is not caught (see
+`scalebook.grading`: a determined student can forge anything inside the kernel).
+"""
 from __future__ import annotations
 
+import json
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -41,11 +53,69 @@ class Problem:
     page: str = ""
 
     def answer(self) -> float:
-        """The reference answer, in `unit`, computed by the package from `inputs`."""
-        return float(self.solve(**self.inputs))
+        """The reference answer, in `unit`, computed by the package from `inputs`.
+
+        While a notebook is graded, calling it notes that this problem's key was read (see the
+        module docstring), and the grader refuses the problem.
+        """
+        _note_key_read(self.id)
+        return _solve_quietly(self)
 
     def __repr__(self) -> str:
         return f"Problem({self.id}: {self.title} [{self.unit or 'number'}])"
+
+
+class _Solver:
+    """A problem's solver function, called as the function itself (`p.solve(**p.inputs)`), except
+    that a call while a notebook is graded notes that the problem's key was read."""
+
+    __slots__ = ("_id", "_fn")
+
+    def __init__(self, id: str, fn: Callable[..., float]):
+        self._id, self._fn = id, fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _note_key_read(self._id)
+        return self._fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<solver of problem {self._id}>"
+
+
+def _solve_quietly(p: Problem) -> float:
+    """The key of `p`, in its unit, without noting a read: the route `check()` takes."""
+    fn = p.solve._fn if isinstance(p.solve, _Solver) else p.solve
+    return float(fn(**p.inputs))
+
+
+def _running_cell() -> tuple[int | None, str | None]:
+    """(execution count, source) of the cell running in an IPython kernel, else (None, None).
+
+    IPython stores a cell's input (`In[-1]`) before running it; whether its execution count is
+    already advanced depends on the IPython version, so the grader matches on the source first.
+    """
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is None:
+        return None, None
+    count = getattr(shell, "execution_count", None)
+    history = getattr(shell, "user_ns", {}).get("In")
+    source = history[-1] if isinstance(history, list) and history and isinstance(history[-1], str) else None
+    return (count if isinstance(count, int) else None), source
+
+
+def _append_record(row: dict) -> None:
+    """Append `row`, with the running cell's execution count and source, to $SCALEBOOK_RECORD (a
+    JSON-lines file the grader reads) when it is set; nothing otherwise."""
+    path = os.environ.get("SCALEBOOK_RECORD")
+    if path:
+        count, source = _running_cell()
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({**row, "execution_count": count, "source": source}) + "\n")
+
+
+def _note_key_read(id: str) -> None:
+    _append_record({"id": id, "event": "key"})
 
 
 def _registering_module() -> str:
@@ -73,7 +143,7 @@ def problem(
     def register(fn: Callable[..., float]) -> Problem:
         if id in _BANK:
             raise Error(f"problem id {id!r} is registered twice")
-        p = Problem(id=id, title=title, unit=unit, solve=fn, inputs=dict(inputs), rel_tol=rel_tol,
+        p = Problem(id=id, title=title, unit=unit, solve=_Solver(id, fn), inputs=dict(inputs), rel_tol=rel_tol,
                     chips=chips, slips=dict(slips or {}), hint=hint,
                     page=page)
         _BANK[id] = p

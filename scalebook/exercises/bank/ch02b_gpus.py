@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+from ... import collectives
 from ... import gpu_network as gn
 from ... import memory_levels as ml
 from ...hardware import chip, dense_flops_per_s
@@ -78,12 +79,16 @@ def gradients_hierarchical(params, chip_name, nodes):
     return gn.hierarchical_all_reduce(chip_name, params * 2, nodes=nodes).seconds / 1e-3
 
 
-@problem("2g.11", title="Flat ring or hierarchical?", unit="", bytes_=1e9, chip_name="b200", nodes=64,
-         hint="a single flat ring: every byte through one NIC per node, twice; hierarchical: 1/8 of them")
-def flat_over_hierarchical(bytes_, chip_name, nodes):
-    # the single ring through one NIC per node (rings=1), which NCCL never runs: it runs one per NIC
-    return gn.flat_ring_all_reduce_seconds(chip_name, bytes_, nodes=nodes, rings=1) / \
-        gn.hierarchical_all_reduce(chip_name, bytes_, nodes=nodes).seconds
+@problem("2g.11", title="NCCL's rings or hierarchical?", unit="", bytes_=1e9, chip_name="b200", nodes=64,
+         # 4.2255 = (single ring / hierarchical) / key on these inputs: 5.814 / 1.376
+         slips={4.2255: "that compares with a single ring through one NIC per node, which NCCL never runs: "
+                             "it runs one ring per NIC, each carrying an eighth of the array"},
+         hint="NCCL's flat rings: each GPU sends 2 (V/8)(N-1)/N through its own NIC; hierarchical: "
+              "ReduceScatter and AllGather on NVLink plus an AllReduce of V/8 across nodes")
+def hierarchical_over_nccl_rings(bytes_, chip_name, nodes):
+    # NCCL runs one flat ring per NIC (rings = GPUs per node), not one ring through a single NIC
+    return gn.hierarchical_all_reduce(chip_name, bytes_, nodes=nodes).seconds / \
+        gn.flat_ring_all_reduce_seconds(chip_name, bytes_, nodes=nodes)
 
 
 @problem("2g.12", title="AllToAll across four nodes", unit="us", bytes_=2e9, chip_name="h100", gpus=32,
@@ -102,13 +107,21 @@ def nvl72_dp_batch(chip_name):
 
 
 @problem("2g.14", title="The widest tensor parallelism", unit="", rel_tol=_INT, chip_name="h100", d_model=4096,
-         hint="tp <= 9 D W / (b C); then the largest power of two below it")
+         slips={2: "8 follows from 9 D W / (b C), which averages the forward and backward passes; the forward "
+                   "pass must hide its own AllReduces: 6 D W / (b C)"},
+         hint="tp <= 6 D W / (b C) with W the NVLink egress; then the largest power of two below it")
 def widest_tp(chip_name, d_model):
-    limit = gn.parallelism_limits(chip_name, d_model=d_model).tp_max_degree_in_node
+    c = chip(chip_name)
+    limit = collectives.tp_forward_max_degree(d_model=d_model, flops_per_s=c.peak_flops_per_s("bf16"),
+                                              link_bytes_per_s=c.ici_one_way_bytes_per_s)
     return int(2 ** math.floor(math.log2(limit)))
 
 
 @problem("2g.15", title="Experts across B200 nodes", unit="", chip_name="b200",
-         hint="F_e >= (2 b / 9) C / W with W the InfiniBand share of one GPU")
+         slips={2 / 3: "(2b/9) C/W averages the forward and backward passes; the forward pass must hide its "
+                       "own two AllToAlls: (b/3) C/W"},
+         hint="F_e >= (b / 3) C / W with W the InfiniBand share of one GPU")
 def expert_width_nodes(chip_name):
-    return gn.parallelism_limits(chip_name, d_model=8192).ep_min_expert_width_across_nodes
+    c = chip(chip_name)
+    return collectives.ep_forward_min_expert_width(flops_per_s=c.peak_flops_per_s("bf16"),
+                                                   link_bytes_per_s=gn.ib_bytes_per_s(c))

@@ -26,8 +26,11 @@ def allreduce_gradients(params, dtype, chip_name, shape, axis):
 
 
 @problem("3.3", title="Where latency stops mattering", unit="kB",
-         chip_name="tpu-v5e", shape="16x16", axis="X",
-         hint="set V (N - 1) / (N W) equal to (hops x 1 us); a ring of N with a wraparound needs N // 2 hops")
+         chip_name="tpu-v5e", shape="8x16", axis="X",
+         slips={8 / 7: "that treats the axis of 8 as a ring (N/2 hops at the bidirectional W); it has no "
+                       "wraparound: N - 1 hops at the one-way W"},
+         hint="set V (N - 1) / (N W) equal to (hops x 1 us); an axis of 8 without a wraparound needs N - 1 hops, "
+              "at the one-way bandwidth")
 def latency_crossover(chip_name, shape, axis):
     topo = topology.slice(chip_name, shape)
     one = collectives.all_gather(topo, axes=axis, bytes_=1.0)  # 1 byte: bandwidth time per byte
@@ -153,9 +156,9 @@ def backward_of_gather(chip_name, shape, axis, d_model, d_ff, dtype):
 
 
 @problem("3.16", title="What XLA sends", unit="kB", spec="A[I_X, J_Y] @ B[J, K] -> C[I_X, K]",
-         mesh={"X": 4, "Y": 2}, dims={"I": 256, "J": 512, "K": 384}, dtype="fp32",
-         slips={2 / 3: "that is what gathering A sends; XLA compares the sizes of the arrays, and C's block is "
-                       "smaller than A's gathered block, so it reduces C"},
+         mesh={"X": 4, "Y": 2}, dims={"I": 512, "J": 1024, "K": 640}, dtype="fp32",
+         slips={0.8: "that is what gathering A sends; XLA compares the sizes of the arrays, and C's block is "
+                     "smaller than A's gathered block, so it reduces C"},
          hint="XLA picks the decomposition whose gathered or reduced arrays are smaller in total; then count "
               "what each device sends for it (an AllReduce sends 2 V (N - 1) / N)")
 def xla_sends(spec, mesh, dims, dtype):
