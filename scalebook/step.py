@@ -64,14 +64,14 @@ NCCL's flat ring for AllGather and ReduceScatter over GPUs in several nodes (N -
 ZeRO-3 at small batch, what stays unexplained: Narayanan et al. (2021, Table 2) measured DeepSpeed
 ZeRO-3 on 175B at a fixed 1,536-sequence batch fall from 144 to 88 to 44 TFLOP/s per A100 on
 384, 768 and 1,536 GPUs: the step stays near 67 s from 768 to 1,536 GPUs while the compute per
-GPU halves. With NCCL's ring latency (7.2 ms per gather over 1,536 GPUs) and one collective per
-layer per pass, this model's FSDP traffic is about 7 s per step, hidden behind 14 s of compute,
-so it predicts about 14 s (+375%). Physically there is more: DeepSpeed's ZeRO-3 of that time
-issued one AllGather per parameter tensor and synchronised the device before each
-(`_allgather_param`, DeepSpeed v0.3.15, partition_parameters.py), keeping tensors under its
-`param_persistence_threshold` of 1e5 elements whole (four gathered matrices per GPT layer). Even
-with all of that exposed (4 x 96 x 3 collectives x 7.2 ms + the bandwidth) the step would be
-about 30 s, not 67 s: the rest of the fall is not explained by latency or bandwidth the model
+GPU halves. With NCCL's ring latency (3.3 ms per gather over 1,536 GPUs, with LL128) and one
+collective per layer per pass, this model's FSDP traffic is about 7 s per step, hidden behind
+14 s of compute, so it predicts about 14 s (+375%). Physically there is more: DeepSpeed's ZeRO-3
+of that time issued one AllGather per parameter tensor and synchronised the device before each
+(`_allgather_param`, deepspeed/runtime/zero/partition_parameters.py, version 0.3.16 of April
+2021; bib key deepspeed), keeping tensors under its `param_persistence_threshold` of 1e5 elements whole (four gathered matrices per GPT layer). Even
+with all of that exposed (4 matrices x 96 layers x 3 collectives: 9.3 s) the step would be about
+23 s, not 67 s: the rest of the fall is not explained by latency or bandwidth the model
 can source, and the model does not reproduce it.
 """
 from __future__ import annotations
