@@ -4,10 +4,13 @@
 give the same numbers. Everything is per chip; the formulas, with tok = microbatch x T / cp tokens
 per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L_s / L:
 
-- compute of one microbatch on one stage: c = (3 F + R) x tok x f / (tp x peak x efficiency) plus
-  its memory-bound work (below),
-  F the forward matmul FLOPs per token (`transformer.flops_per_token` at T, causal) and R the
-  recomputed FLOPs per token of the remat policy;
+- compute of one microbatch on one stage: c = (3 F + R) x tok x f / (tp x peak x efficiency)
+  x ((1 - a) r + a) plus its memory-bound work (below),
+  F the forward matmul FLOPs per token (`transformer.flops_per_token` at T, causal), R the
+  recomputed FLOPs per token of the remat policy, a the attention matmuls' share of F (charged
+  the flat rate) and r >= 1 the weight matmuls' time priced by shape over their flat time
+  (`_shape_ratio`: tile and wave quantisation, HBM-bound small matmuls, `scalebook.efficiency`;
+  the backward pass takes the forward pass's r);
 - memory-bound (elementwise) work of a microbatch: per token and layer, the forward pass reads and
   writes 10 D elements in its norms and residual adds, 3 F (gated; 2 F plain) in the MLP
   activation, 2 (N + K) H in RoPE and, without flash attention, 2 N T in the softmax over the
@@ -226,6 +229,13 @@ class ModelFacts:
     layer_dense_params: float  # all layers: everything but the routed experts
     layer_expert_params: float  # all layers: routed experts
     other_params: float  # embedding, unembedding, final norm
+    # matmul shapes of one layer (`_shape_ratio`)
+    q_width: int = 0  # N_q x H
+    dense_layers: int = 0
+    dense_d_ff: int = 0
+    expert_d_ff: int = 0
+    shared_experts: int = 0
+    mlp_inputs: int = 1  # 2 for a gated MLP (up and gate), 1 plain
 
 
 def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
@@ -250,7 +260,10 @@ def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
         elementwise_rest=act * (model.dense_layers * model.d_ff + model.moe_layers * moe_width) + rope * model.layers,
         score_elements_per_t=2.0 * model.heads * model.layers,
         layer_dense_params=p.total_params - experts - other,
-        layer_expert_params=experts, other_params=other)
+        layer_expert_params=experts, other_params=other,
+        q_width=model.heads * model.head_dim, dense_layers=model.dense_layers, dense_d_ff=model.d_ff,
+        expert_d_ff=model.expert_d_ff, shared_experts=model.shared_experts,
+        mlp_inputs=2 if model.mlp == "gated" else 1)
 
 
 def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str, dtype: str,
@@ -277,6 +290,46 @@ def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str,
             else:
                 rest += part
     return wide, rest
+
+
+# --- the matmuls' shapes -----------------------------------------------------------------------
+
+def _shape_ratio(facts: ModelFacts, chip, *, tokens, tp, ep, efficiency: float, peak_flops_per_s: float,
+                dtype_bytes: float) -> np.ndarray:
+    """Time of one layer's weight matmuls priced by shape over the same FLOPs at flat efficiency (>= 1).
+
+    Each forward weight matmul of a layer on one chip, with M = `tokens` of a microbatch:
+    QKV (M x D) @ (D x (N_q + 2 K) H / tp), output projection (M x N_q H / tp) @ (N_q H / tp x D),
+    MLP (M x D) @ (D x F / tp, twice for a gated MLP) and (M x F / tp) @ (F / tp x D); in a MoE
+    layer each of the chip's E / ep routed experts gets ep M k / E tokens (an even split) and runs
+    the MLP matmuls at F_e as one grouped launch, shared experts the MLP at S F_e on all M tokens.
+    Each is timed by `efficiency.matmul_seconds` (tile and wave quantisation; HBM-bound when small)
+    and the sum divided by 2 M N K / (peak x efficiency) summed over the same matmuls.
+    Simplifications: the backward pass's activation- and weight-gradient matmuls are charged the
+    forward pass's ratio, the attention matmuls (scores and values) and the logits none.
+    """
+    from . import efficiency as _eff
+    m = facts
+    tok, tp, ep = (np.asarray(x, dtype=float) for x in (tokens, tp, ep))
+    D = float(m.d_model)
+    shapes = []  # (layers, m, k, n, batch)
+    attn = ((tok, D, (m.q_width + 2 * m.kv_width) / tp, 1.0), (tok, m.q_width / tp, D, 1.0))
+    mlp = lambda rows, f, batch: ((rows, D, m.mlp_inputs * f / tp, batch), (rows, f / tp, D, batch))
+    if m.dense_layers:
+        shapes += [(m.dense_layers,) + mm for mm in attn + mlp(tok, float(m.dense_d_ff), 1.0)]
+    if m.moe_layers:
+        shapes += [(m.moe_layers,) + mm for mm in attn]
+        routed = np.maximum(1.0, ep * tok * m.experts_per_token / max(m.routed_experts, 1))
+        shapes += [(m.moe_layers,) + mm for mm in mlp(routed, float(m.expert_d_ff), m.routed_experts / ep)]
+        if m.shared_experts:
+            shapes += [(m.moe_layers,) + mm for mm in mlp(tok, float(m.shared_experts * m.expert_d_ff), 1.0)]
+    timed = flat = 0.0
+    for layers, a, k, n, batch in shapes:
+        a, k, n = (np.maximum(np.broadcast_to(x, tok.shape), 1.0) for x in (a, k, n))
+        timed = timed + layers * _eff.matmul_seconds(chip, a, k, n, eff_kernel=efficiency, dtype_bytes=dtype_bytes,
+                                                     peak_flops_per_s=peak_flops_per_s, batch=batch)
+        flat = flat + layers * 2 * batch * a * k * n / (peak_flops_per_s * efficiency)
+    return timed / flat
 
 
 # --- the step --------------------------------------------------------------------------------
@@ -352,7 +405,11 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     remat_tok = np.array(m.remat_flops_per_token)[remat]
     flop_tok = 3 * m.forward_flops_per_token + remat_tok
     rate = s.peak_flops_per_s * s.efficiency
-    c_matmul = flop_tok * tok * frac / (tp * rate)
+    # Weight matmuls priced by their shape (`_shape_ratio`); attention matmuls at the flat rate.
+    ratio = _shape_ratio(m, s.topology.chip, tokens=tok, tp=tp, ep=ep, efficiency=s.efficiency,
+                        peak_flops_per_s=s.peak_flops_per_s, dtype_bytes=b_act)
+    attn_share = m.attention_flops_per_token / m.forward_flops_per_token
+    c_matmul = flop_tok * tok * frac / (tp * rate) * ((1 - attn_share) * ratio + attn_share)
     sel = (remat == POLICIES.index("selective")).astype(float)
     flash = 1.0 if s.flash_attention else 0.0
     passes = 3 + full
