@@ -406,8 +406,9 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     flop_tok = 3 * m.forward_flops_per_token + remat_tok
     rate = s.peak_flops_per_s * s.efficiency
     # Weight matmuls priced by their shape (`_shape_ratio`); attention matmuls at the flat rate.
-    ratio = _shape_ratio(m, s.topology.chip, tokens=tok, tp=tp, ep=ep, efficiency=s.efficiency,
-                        peak_flops_per_s=s.peak_flops_per_s, dtype_bytes=b_act)
+    shapes, inverse = np.unique(np.stack([tok, tp, ep]), axis=1, return_inverse=True)  # few distinct shapes
+    ratio = _shape_ratio(m, s.topology.chip, tokens=shapes[0], tp=shapes[1], ep=shapes[2], efficiency=s.efficiency,
+                         peak_flops_per_s=s.peak_flops_per_s, dtype_bytes=b_act)[inverse.reshape(-1)]
     attn_share = m.attention_flops_per_token / m.forward_flops_per_token
     c_matmul = flop_tok * tok * frac / (tp * rate) * ((1 - attn_share) * ratio + attn_share)
     sel = (remat == POLICIES.index("selective")).astype(float)
