@@ -20,8 +20,9 @@ per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L
 - TP: (4 + 2 if full remat) AllReduces of tok x D activations per layer over tp (sequence
   parallelism swaps each for an AllGather + ReduceScatter: the same time), plus the vocab-parallel
   embedding and logits: two more of tok x D and three of tok fp32 softmax statistics;
-- FSDP: per microbatch and layer, the layer's weights AllGathered twice (forward, backward) and their
-  gradients ReduceScattered once over fsdp (experts over the fsdp axes outside ep); the
+- FSDP: per microbatch and layer, the layer's weights AllGathered twice (forward, backward; once
+  when `reshard_after_forward` is off and the gathered weights are kept for the backward pass)
+  and their gradients ReduceScattered once over fsdp (experts over the fsdp axes outside ep); the
   embedding, unembedding and final norm gathered once and scattered once;
 - DP: gradients of the chip's shard AllReduced once per step over dp and cp;
 - PP: each microbatch's activations sent forward and their gradients back, once per virtual
