@@ -1,0 +1,102 @@
+"""The branching sentences of chapters 7 and 8: each outcome reads right (issue 19).
+
+Each test renders one branch and checks what a reader would catch: an empty list named as if it
+held something, "none" where a list should be, "0%" or "-0%", a count with a decimal.
+"""
+import re
+
+import pytest
+
+import scalebook
+from scalebook import inference_prose as ip
+
+
+def clean(text):
+    """Nothing a reader would flag: no '0%', '-0%', 'none' lists, empty names or stray decimals on counts."""
+    assert not re.search(r"(?<![\d.])-?0(\.0+)?%", text), text
+    assert "for none" not in text and "Only ," not in text and ", ," not in text, text
+    assert not re.search(r"batch \d+\.\d", text), text
+    return text
+
+
+def test_listing():
+    assert ip.listing(["A"]) == "A"
+    assert ip.listing(["A", "B"]) == "A and B"
+    assert ip.listing(["A", "B", "C"]) == "A, B and C"
+    with pytest.raises(scalebook.Error, match="at least one"):
+        ip.listing([])
+
+
+def test_tight_target_all_pass():
+    s = clean(ip.tight_target(["H100", "B200"], [], "20 ms"))
+    assert "every chip still meets it (H100 and B200)" in s and "narrows" not in s and "Only" not in s
+
+
+def test_tight_target_none_pass():
+    s = clean(ip.tight_target([], ["TPU v5e", "H100"], "5 ms"))
+    assert "no chip meets it" in s and "TPU v5e and H100" in s and "Only" not in s
+
+
+def test_tight_target_some_pass():
+    s = clean(ip.tight_target(["B200"], ["TPU v5e", "H100"], "10 ms"))
+    assert "narrows. Only B200 can meet it; for TPU v5e and H100" in s
+
+
+def test_tight_target_needs_a_chip():
+    with pytest.raises(scalebook.Error, match="at least one chip"):
+        ip.tight_target([], [], "5 ms")
+
+
+@pytest.mark.parametrize("new, old, words", [(0.66, 1.0, "lowers the cost by 34%"),
+                                             (1.24, 1.0, "raises the cost by 24%"),
+                                             (1.004, 1.0, "leaves the cost unchanged"),
+                                             (0.996, 1.0, "leaves the cost unchanged")])
+def test_relative_change_each_sign(new, old, words):
+    assert words in clean(ip.relative_change(new, old))
+
+
+def test_relative_change_rejects_a_zero_base():
+    with pytest.raises(scalebook.Error, match="old must be positive"):
+        ip.relative_change(1.0, 0.0)
+
+
+@pytest.mark.parametrize("new, words", [(0.66, "int4 pays: it cuts the cost by 34%"),
+                                        (1.08, "int4 does not pay: it costs 8% more"),
+                                        (1.001, "int4 makes no difference")])
+def test_pays_each_outcome(new, words):
+    assert words in clean(ip.pays(new, 1.0, "int4"))
+
+
+def test_gap_reports_the_range_not_one_number():
+    s = clean(ip.gap_over_batches([0.0150, 0.0140, 0.0105], [1, 16, 133]))
+    assert s == "between 1.1% (at batch 133) and 1.5% (at batch 1) above the package's"
+
+
+def test_gap_equal_everywhere_says_every_batch():
+    assert "1.5% above the package's at every batch" in ip.gap_over_batches([0.0151, 0.0149], [1, 64])
+
+
+def test_gap_of_both_signs():
+    s = clean(ip.gap_over_batches([0.012, -0.004], [1, 128]))
+    assert "up to 1.2% above" in s and "0.4% below it at batch 128" in s
+
+
+@pytest.mark.parametrize("large, words", [(0.75, "turns into a slowdown: 0.75"),
+                                          (1.0, "it is gone: 1.00"),
+                                          (1.42, "shrinks to 1.42: still a gain"),
+                                          (2.60, "still 2.60: the step is bound by the reads")])
+def test_speculation_under_load_each_regime(large, words):
+    s = clean(ip.speculation_under_load(2.76, large, 1024))
+    assert s.startswith("At batch 1,024") and words in s
+
+
+def test_speculation_slowdown_does_not_call_it_a_gain():
+    s = ip.speculation_under_load(2.76, 0.75, 1024)
+    assert "still a gain" not in s and "pays under load" not in s
+
+
+@pytest.mark.parametrize("cases, words", [([], "None of the cases"), (["a", "b", "c"], "Every case"),
+                                          (["H100 x8, fp8"], "Only H100 x8, fp8 is compute-bound at full batch; the other 2 stay"),
+                                          (["a", "b"], "Only a and b are compute-bound at full batch; the other case stays")])
+def test_bound_cases_empty_all_some(cases, words):
+    assert words in clean(ip.bound_cases(cases, 3))
