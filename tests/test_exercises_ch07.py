@@ -250,3 +250,33 @@ def test_problem_specific_slips():
     all_experts = (32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 8 + 8 * 3 * 4096 * 14336 + 2 * 4096)
                    + 4096 + 32000 * 4096) / 1e9
     assert check("7.12", all_experts).status == "wrong"
+
+
+def test_7_9_by_the_verify_cost_ratio_route():
+    # Second way: the verify step as a multiple v of a plain step (serving.verify_cost_ratio), then
+    # tokens per round / (g c + v). It must agree with the hand derivation above, which prices the
+    # verify step as max(5 x compute, memory) + AllReduces of 5 tokens per sequence.
+    from scalebook import inference as inf
+    from scalebook import serving
+    from scalebook.models import preset
+
+    v = serving.verify_cost_ratio(preset("llama3-70b"), chip="h100", deployment=inf.Deployment(tp=8, weights="fp8"),
+                                  batch=256, prompt_len=2048, output_len=1, draft_tokens=4,
+                                  bandwidth_efficiency=BW, compute_efficiency=CE)
+    c, mem, comm = decode(L70, H100, batch=256, context=2048, tp=8, w=1.0, peak="fp8")
+    hand_v = (max(5 * c, mem) + 2 * 80 * allreduce_nvlink(5 * 256 * 8192 * 2, 8)) / (max(c, mem) + comm)
+    assert v == pytest.approx(hand_v, rel=1e-6)
+    assert (1 - 0.8 ** 5) / 0.2 / (4 * 0.05 + v) == pytest.approx(HAND["7.9"], rel=1e-6)
+    assert v > 1  # at batch 256 the verify step costs more than a plain one: the speedup is below 7.8's
+
+
+def test_7_12_counts_distinct_top_k_not_independent_picks():
+    # Each token picks k = 2 distinct experts of 8: an expert escapes a token with 6/8, a batch of 4
+    # with (6/8)^4, so 8 (1 - (3/4)^4) = 5.469 experts are read per layer. Independent picks
+    # (8 (1 - (7/8)^8) = 5.253) would be a different, wrong, model of top-k routing.
+    assert 8 * (1 - 0.75 ** 4) == pytest.approx(5.46875)
+    L, D, Fe = 32, 4096, 14336
+    distinct = L * 8 * (1 - 0.75 ** 4) * 3 * D * Fe * 2 / 2 / 1e9
+    independent = L * 8 * (1 - (7 / 8) ** 8) * 3 * D * Fe * 2 / 2 / 1e9
+    assert HAND["7.12"] == pytest.approx(32.3, abs=0.05)
+    assert check("7.12", HAND["7.12"] - distinct + independent).status != "correct"
