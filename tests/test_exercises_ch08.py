@@ -194,11 +194,11 @@ def rates_405b():
 # 8.11: DeepSeek-V3 on 8 H200 (fp8 weights, bf16 latent cache of 61 x (512 + 64) numbers per token). Total
 # parameters as published (671B); routed experts 58 layers x 256 x 3 x 7168 x 2048.
 DS_TOTAL, DS_ROUTED = 671e9, 58 * 256 * 3 * 7168 * 2048
-DS_KV_SEQ = 61 * (512 + 64) * 2 * 2560
+DS_KV_SEQ = 61 * (512 + 64) * 2 * (8192 + 1024)  # document questions: 8192 tokens in, 1024 out
 
 
 def ds_batches():
-    ws = lambda tp: 2048 * (4 * 7168 + 3 * 18432 / tp) * 2 + 129280 * 4  # noqa: E731
+    ws = lambda tp: 8192 * (4 * 7168 + 3 * 18432 / tp) * 2 + 129280 * 4  # noqa: E731
     ep8 = 8 * ((HBM["h200"] - (DS_TOTAL - DS_ROUTED) - DS_ROUTED / 8 - ws(1)) // DS_KV_SEQ)
     tp8 = (HBM["h200"] - DS_TOTAL / 8 - ws(8)) // DS_KV_SEQ  # a latent has no heads: every chip caches it whole
     return ep8, tp8
@@ -235,13 +235,13 @@ HAND = {
     "8.2": max_batch_70b("h100", 8, 1, 1, 8192, 7680),
     # 8.3: largest C with (HBM - weights - one 2048-token chunk's workspace) >= 32 x C x KV per token per chip.
     "8.3": math.floor((HBM["tpu-v5e"] - P70 / 8 - workspace(2048, 8)) / (32 * KV70 / 8)),
-    # 8.4: int8 weights / 8 chips, streamed at 820 GB/s, in ms.
-    "8.4": P70 / 8 / 820e9 * 1e3,
+    # 8.4: int8 weights / 8 v6e chips, streamed at 1.6 TB/s, in ms.
+    "8.4": P70 / 8 / 1.6e12 * 1e3,
     "8.5": 2,
     "8.6": cheapest_within_45ms()[0],
     "8.7": min(int4_costs()),
-    # 8.8: bf16 peak x 1 byte / (2 x 1.6 TB/s).
-    "8.8": 920e12 * 1 / (2 * 1.6e12),
+    # 8.8: bf16 peak x half a byte (int4, upcast) / (2 x 1.6 TB/s).
+    "8.8": 920e12 * 0.5 / (2 * 1.6e12),
     # 8.9: the decode share of the chip-time buys the output tokens: chips x price x decode step / (3600 x batch).
     "8.9": continuous_output_cost(),
     "8.10": max(rates_405b()),
@@ -250,6 +250,10 @@ HAND = {
     # 8.13: colocated misses 30 ms, so the answer is the pure decode step of the split arrangement.
     "8.13": decode_70b("h100", 8, 256, 1, 1) * 1e3,
     "8.14": (512 * 2048 * PALM62_FWD + 512 * PALM62_LOGITS) / 32 / (PEAK["tpu-v4p"] * CE),
+    # 8.15: 405B with fp8 feed-forward weights only (llama3herd2024): 3 x 126 x 16384 x 53248 at 1 byte, the
+    # rest at 2; per GPU of 8: 80 GB - weights / 8 - workspace(2048) over 2560 x KV405 x 2 B / 8.
+    "8.15": math.floor((HBM["h100"] - (P405 * 2 - 3 * L4 * D4 * F4) / 8 - workspace(2048, 8, d=D4, f=F4))
+                       / (2560 * KV405 * 2 / 8)),
 }
 # Where the hand derivation rounds differently (a published total, a floor that moves with it) the
 # tolerance says by how much. The prefills (8.12, 8.14) compute logits at the last position of a prompt only;

@@ -56,8 +56,8 @@ def longest_context(model, chip, tp, batch, chunk):
     return lo
 
 
-@problem("8.4", title="The latency floor of eight v5e chips", unit="ms",
-         model="llama3-70b", chip="tpu-v5e", tp=8,
+@problem("8.4", title="The latency floor of eight v6e chips", unit="ms",
+         model="llama3-70b", chip="tpu-v6e", tp=8,
          hint="every chip streams its share of the int8 weights once per step; divide by the HBM bandwidth")
 def latency_floor(model, chip, tp):
     return inf.weights_per_chip(preset(model), D(tp=tp, weights="int8")) / hardware.chip(chip).hbm_bytes_per_s * 1e3
@@ -115,8 +115,10 @@ def int4_pays(model, chip, prompt_len, output_len):
     return min(costs)
 
 
-@problem("8.8", title="When a v6e decode turns compute-bound", unit="token", chip="tpu-v6e", weights="int8",
-         hint="peak bf16 FLOP/s x 1 byte per weight / (2 x HBM bandwidth): int8 weights are upcast for the matmul")
+@problem("8.8", title="When a v6e decode with int4 weights turns compute-bound", unit="token", chip="tpu-v6e",
+         weights="int4",
+         hint="peak bf16 FLOP/s x half a byte per weight / (2 x HBM bandwidth): int4 weights are upcast for the "
+              "matmul")
 def critical_batch_v6e(chip, weights):
     return inf.critical_decode_batch(chip, weights=weights)
 
@@ -142,7 +144,7 @@ def layout_405b(model, chip, batch, prompt_len, output_len):
 
 
 @problem("8.11", title="Expert or tensor parallelism for DeepSeek-V3", unit="",
-         model="deepseek-v3", chip="h200", prompt_len=2048, output_len=512,
+         model="deepseek-v3", chip="h200", prompt_len=8192, output_len=1024,
          hint="TP8 holds 1/8 of every weight but a whole latent cache per request on every chip; EP8 holds the dense "
               "part whole and 1/8 of the routed experts, and each group caches only its own requests")
 def ep_or_tp(model, chip, prompt_len, output_len):
@@ -198,3 +200,24 @@ def palm_prefill(result):
                      batch=r.batch, prompt_len=r.prompt_len, output_len=r.output_len)
     step = e.prefill_batch
     return max(step.compute_seconds, step.memory_seconds)
+
+
+@problem("8.15", title="Meta's fp8 recipe on one H100 node", unit="",
+         model="llama3-405b", chip="h100", tp=8, prompt_len=2048, output_len=512,
+         hint="Meta quantised only the feed-forward weights to fp8 (3 L D F parameters at 1 byte); everything "
+              "else stays bf16. Per GPU: HBM - weights / 8 - the 2048-token prefill workspace, over one request's "
+              "bf16 cache per GPU (2 L K H x 2 bytes x 2560 tokens / 8), rounded down")
+def meta_fp8_batch(model, chip, tp, prompt_len, output_len):
+    from ... import transformer as tr
+
+    m, c = preset(model), hardware.chip(chip)
+    d = D(tp=tp)
+    ffn = m.layers * 3 * m.d_model * m.d_ff
+    weights = (tr.params(m).total_params * 2 - ffn * 1) / tp  # the FFN's 2 bytes become 1
+    context = prompt_len + output_len
+    ws = inf.memory_per_chip(m, chip=c, deployment=d, batch=1, context=context, prompt_len=prompt_len).workspace_bytes
+    per_seq = inf.kv_bytes_per_sequence_per_chip(m, d, context)
+    free = c.hbm_bytes - weights - ws
+    if free < per_seq:
+        raise Error("the weights and workspace leave no room for one request")
+    return float(int(free // per_seq))
