@@ -115,3 +115,16 @@ def bound_cases(compute_bound: Sequence[str], total: int) -> str:
     rest = "the other case stays" if total - n == 1 else f"the other {total - n} stay"
     return (f"Only {listing(compute_bound)} {'is' if n == 1 else 'are'} compute-bound at full batch; {rest} "
             "memory-bound, their cache reads growing with the batch as fast as the FLOPs")
+
+
+def plan_reasons(pp: int) -> str:
+    """Chapter 7: why the planner's best layout looks as it does, with or without a pipeline."""
+    if isinstance(pp, bool) or not isinstance(pp, int) or pp < 1:
+        raise Error(f"pp must be a positive integer, got {pp!r}")
+    if pp == 1:
+        return ("quantisation to cut the bytes, the largest batch the latency allows, and no more chips per "
+                "replica than the memory and the latency need")
+    return ("quantisation to cut the bytes and the largest batch the latency allows; and a pipeline of "
+            f"{pp} stages, because at this batch the caches are most of what a step reads, so re-reading the "
+            "weights once per micro-batch costs little, while the extra stages add memory for caches "
+            "without adding tensor-parallel collectives")

@@ -100,3 +100,15 @@ def test_speculation_slowdown_does_not_call_it_a_gain():
                                           (["a", "b"], "Only a and b are compute-bound at full batch; the other case stays")])
 def test_bound_cases_empty_all_some(cases, words):
     assert words in clean(ip.bound_cases(cases, 3))
+
+
+def test_plan_reasons_without_a_pipeline():
+    s = ip.plan_reasons(1)
+    assert "pipeline" not in s and "no more chips" in s
+
+
+def test_plan_reasons_with_a_pipeline():
+    s = ip.plan_reasons(2)
+    assert "a pipeline of 2 stages" in s and "caches are most of what a step reads" in s
+    with pytest.raises(scalebook.Error, match="pp must be a positive integer"):
+        ip.plan_reasons(0)
