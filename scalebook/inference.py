@@ -35,11 +35,25 @@ whatever the batch, so it stays memory-bound (Chapter 7). Prefill of P tokens is
 B P tokens of FLOPs (causal attention) against one pass over the weights: compute-bound once
 P B exceeds the chip's critical batch.
 
-Efficiencies are explicit parameters (`bandwidth_efficiency`, `compute_efficiency`); their
-defaults per chip family (TPU, GPU) come from `data/serving_efficiency.json`, fitted on the
-published results marked `fit` in `scalebook.serving_results` (chapter 8 shows the fit and the
-validation on the rest). One pair per family is a simplification: chapter 8 shows where it fails
-(short prefills, A100 against Hopper).
+Every forward pass (a prefill pass, a decode step) also pays a fixed `layer_overhead_seconds` per
+layer, whatever its size: each layer is a dozen or so kernels, and each kernel costs a launch, a
+ramp-up and a tail, and host work the GPU waits on between them, whether it moves a megabyte or a
+gigabyte (TensorRT-LLM's tuning guide speaks of the exposed CPU runtime of each step and fuses
+kernels to cut it; nvidia2024trtllmbest). It dominates short forward passes (a 128-token prompt,
+a decode step at small batch). The model adds it to the step; a real engine overlaps some of it
+with work (launches queued ahead of a long kernel), so at large steps the additive form overcharges
+a little. The GPU value is fitted on TensorRT-LLM 0.9.0 runs whose benchmark commands pass no
+CUDA-graph option (nvidia2024trtllmperf): an engine that replays each decode step as one captured
+CUDA graph pays much less of it, and a reader modelling one should pass a smaller
+`layer_overhead_seconds`.
+
+Efficiencies and overhead are explicit parameters (`bandwidth_efficiency`, `compute_efficiency`,
+`layer_overhead_seconds`); their defaults per chip family (TPU, GPU) come from
+`data/serving_efficiency.json`, fitted on the published results marked `fit` in
+`scalebook.serving_results` (chapter 8 shows the fit and the validation on the rest). The TPU family
+has no overhead (its two anchors pin two constants; XLA runs a step as one compiled program). One
+set per family is a simplification: chapter 8 shows where it fails (Mixtral on Hopper, A100
+against Hopper).
 Memory leaves out framework workspace and fragmentation, as in `scalebook.training`.
 """
 from __future__ import annotations
@@ -84,13 +98,21 @@ class Deployment:
     #: "auto" picks "batch" when tp does not divide the heads or exceeds the kv heads (MQA),
     #: "heads" otherwise; `resolve` fixes it for a model.
     attention: str = "auto"
+    #: Stored dtype of every weight outside the MLP (attention projections, norms, router,
+    #: embeddings) when it differs from `weights`, which then covers the MLP and experts only: Meta
+    #: served Llama 3 405B with fp8 FFN weights and bf16 attention (Dubey et al. 2024, section 6.2;
+    #: their first and last layers stay bf16 too, which this does not model). None: as `weights`.
+    attention_weights: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "ep", "pp"):
             _positive_int(name, getattr(self, name))
         if self.attention not in ("heads", "batch", "auto"):
             raise Error(f"unknown attention split {self.attention!r}; valid: heads, batch, auto")
-        for name, valid in (("weights", WEIGHT_DTYPES), ("kv", KV_DTYPES), ("activations", ("bf16", "fp16", "fp32"))):
+        checks = [("weights", WEIGHT_DTYPES), ("kv", KV_DTYPES), ("activations", ("bf16", "fp16", "fp32"))]
+        if self.attention_weights is not None:
+            checks.append(("attention_weights", WEIGHT_DTYPES))
+        for name, valid in checks:
             raw = getattr(self, name)
             value = units.canonical_dtype(raw) if isinstance(raw, str) and raw in units.DTYPE_BYTES else None
             if value not in valid:
@@ -100,6 +122,11 @@ class Deployment:
     @property
     def chips(self) -> int:
         return self.tp * self.ep * self.pp
+
+    @property
+    def attention_dtype(self) -> str:
+        """Stored dtype of the weights outside the MLP: `attention_weights`, else `weights`."""
+        return self.attention_weights or self.weights
 
     def replace(self, **changes) -> "Deployment":
         kw = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -116,7 +143,9 @@ class Deployment:
     def label(self) -> str:
         parts = [f"{k.upper()}{getattr(self, k)}" for k in ("tp", "ep", "pp") if getattr(self, k) > 1] or ["1 chip"]
         split = ", attention by batch" if self.attention == "batch" and self.tp > 1 else ""
-        return f"{' x '.join(parts)} ({self.weights} weights, {self.kv} KV{split})"
+        w = (f"{self.weights} MLP and {self.attention_weights} other weights"
+             if self.attention_weights not in (None, self.weights) else f"{self.weights} weights")
+        return f"{' x '.join(parts)} ({w}, {self.kv} KV{split})"
 
     def __repr__(self) -> str:
         return f"Deployment({self.label()})"
@@ -141,15 +170,25 @@ def check_deployment(model: Transformer, d: Deployment) -> None:
         raise Error(f"pp={d.pp} stages for {model.layers} layers: at most {model.layers}")
 
 
+def _constants(chip: "str | Chip") -> dict:
+    return load("serving_efficiency")["tpu" if _chip(chip).is_tpu else "gpu"]
+
+
 def default_efficiency(chip: "str | Chip") -> tuple[float, float]:
-    """(bandwidth, compute) efficiency of a chip family for serving, fitted in chapter 8.
+    """(bandwidth, compute) efficiency of a chip's family for serving, fitted in chapter 8.
 
     `data/serving_efficiency.json` names the published results each was fitted on
     (`refit_default_efficiency`; `tools/fit_serving_efficiency.py` writes the file).
     """
-    fam = "tpu" if _chip(chip).is_tpu else "gpu"
-    entry = load("serving_efficiency")[fam]
+    entry = _constants(chip)
     return float(entry["bandwidth_efficiency"]), float(entry["compute_efficiency"])
+
+
+def default_layer_overhead(chip: "str | Chip") -> float:
+    """Fixed seconds per layer of every forward pass (a prefill pass or a decode step) on a chip's
+    family, fitted with its efficiencies (chapter 8; 0 where none is fitted: the TPU family, whose
+    two anchors pin two constants only)."""
+    return float(_constants(chip).get("layer_overhead_seconds", 0.0))
 
 
 def deployment_topology(chip: "str | Chip", d: Deployment) -> Topology:
@@ -219,6 +258,9 @@ class StepTime:
     tp_seconds: float
     ep_seconds: float
     pp_seconds: float
+    #: Fixed time of the step's layers whatever their size (`layer_overhead_seconds` x layers of
+    #: the stage): kernel launches, synchronisation and host work the GPU waits on.
+    overhead_seconds: float = 0.0
 
     @property
     def bytes_read(self) -> float:
@@ -226,8 +268,10 @@ class StepTime:
 
     @property
     def seconds(self) -> float:
-        """max(compute, memory) + the collectives (which wait on each other in a decode step)."""
-        return max(self.compute_seconds, self.memory_seconds) + self.tp_seconds + self.ep_seconds + self.pp_seconds
+        """max(compute, memory) + the collectives (which wait on each other in a decode step) + the
+        fixed per-layer overhead."""
+        return (max(self.compute_seconds, self.memory_seconds) + self.tp_seconds + self.ep_seconds + self.pp_seconds
+                + self.overhead_seconds)
 
     @property
     def bound(self) -> str:
@@ -237,7 +281,7 @@ class StepTime:
 
     def parts(self) -> dict[str, float]:
         return {"compute": self.compute_seconds, "memory": self.memory_seconds, "tp": self.tp_seconds,
-                "ep": self.ep_seconds, "pp": self.pp_seconds}
+                "ep": self.ep_seconds, "pp": self.pp_seconds, "overhead": self.overhead_seconds}
 
 
 @dataclass(frozen=True)
@@ -266,6 +310,9 @@ class ServingEstimate:
     #: `estimate(..., workspace_tokens=...)` sets a chunk).
     workspace_tokens: int = 0
     model: Transformer | None = field(default=None, repr=False, compare=False)
+    #: Fixed seconds per layer of every forward pass (prefill pass or decode step), whatever its
+    #: size (`default_layer_overhead`).
+    layer_overhead_seconds: float = 0.0
 
     @property
     def chips(self) -> int:
@@ -335,7 +382,8 @@ class ServingEstimate:
         d = self.deployment
         return {
             "model": self.model_name, "chip": self.chip.name, "chips": self.chips,
-            "deployment": {"tp": d.tp, "ep": d.ep, "pp": d.pp, "weights": d.weights, "kv": d.kv, "label": d.label()},
+            "deployment": {"tp": d.tp, "ep": d.ep, "pp": d.pp, "weights": d.weights,
+                           "attention_weights": d.attention_dtype, "kv": d.kv, "label": d.label()},
             "batch": self.batch, "max_batch": self.max_batch, "workspace_tokens": self.workspace_tokens,
             "prompt_len": self.prompt_len,
             "output_len": self.output_len, "bandwidth_efficiency": self.bandwidth_efficiency,
@@ -396,13 +444,15 @@ def _parts(model: Transformer) -> _Parts:
 
 
 def weights_per_chip(model: Transformer, d: Deployment) -> float:  # noqa: D401
-    """Bytes of weights one chip holds: everything / (tp pp), routed experts further / ep."""
+    """Bytes of weights one chip holds: everything / (tp pp), routed experts further / ep; the MLP
+    and experts at `weights` bytes, the rest at `attention_weights` bytes (`Deployment`)."""
     model = _as_model(model)
     _instance('deployment', d, Deployment)
     p = tr.params(model)
-    b = units.dtype_bytes(d.weights)
-    dense = p.total_params - p.routed_expert_params
-    return (dense / (d.tp * d.pp) + p.routed_expert_params / (d.tp * d.pp * d.ep)) * b
+    b, b_other = units.dtype_bytes(d.weights), units.dtype_bytes(d.attention_dtype)
+    mlp = p.mlp_params + p.shared_expert_params
+    other = p.total_params - p.routed_expert_params - mlp
+    return (mlp * b + other * b_other) / (d.tp * d.pp) + p.routed_expert_params * b / (d.tp * d.pp * d.ep)
 
 
 def kv_bytes_per_sequence_per_chip(model: Transformer, d: Deployment, tokens: int) -> float:
@@ -449,48 +499,59 @@ def _tp_axis(topo: Topology) -> str | None:
     return "tp" if "tp" in topo.names and topo.axis("tp").size > 1 else None
 
 
-def _compute_dtype(c: Chip, d: Deployment) -> str:
-    """fp8 (or fp4) weights run fp8 matmuls where the chip has them; integer weights are upcast."""
-    return c.compute_dtype("fp8") if d.weights in ("fp8", "fp4") else "bf16"
+def _rate(c: Chip, dtype: str) -> float:
+    """Peak FLOP/s of matmuls on weights (or operands) stored as `dtype`: fp8 (or fp4) run fp8 matmuls
+    where the chip has them; integer weights are upcast and every other dtype runs at the bf16 rate."""
+    return c.peak_flops_per_s(c.compute_dtype("fp8") if dtype in ("fp8", "fp4") else "bf16")
 
 
 def _step(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, sequences: float, new_tokens: int,
-          context: int, prefill: bool, bw_eff: float, c_eff: float) -> StepTime:
+          context: int, prefill: bool, bw_eff: float, c_eff: float, overhead: float = 0.0) -> StepTime:
     """One step on one chip: `sequences` (over the deployment) each adding `new_tokens` at `context`."""
     if prefill:
         return _mixed(model, c, d, topo, decode_sequences=0.0, decode_tokens=1, context=context,
-                      prompts=sequences, prompt_len=new_tokens, bw_eff=bw_eff, c_eff=c_eff)
+                      prompts=sequences, prompt_len=new_tokens, bw_eff=bw_eff, c_eff=c_eff, overhead=overhead)
     return _mixed(model, c, d, topo, decode_sequences=sequences, decode_tokens=new_tokens, context=context,
-                  prompts=0.0, prompt_len=1, bw_eff=bw_eff, c_eff=c_eff)
+                  prompts=0.0, prompt_len=1, bw_eff=bw_eff, c_eff=c_eff, overhead=overhead)
 
 
 def _mixed(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, decode_sequences: float,
            decode_tokens: int, context: int, prompts: float, prompt_len: int, bw_eff: float,
-           c_eff: float) -> StepTime:
+           c_eff: float, overhead: float = 0.0) -> StepTime:
     """One step on one chip that decodes `decode_sequences` (each adding `decode_tokens` at
     `context`) and prefills `prompts` prompts of `prompt_len` tokens, all in one pass over the
     weights: one roofline, max(FLOPs of both / peak, weights once + KV read and written / HBM),
     plus the collectives of all the step's tokens (module docstring)."""
     parts = _parts(model)
-    b_w, b_a = units.dtype_bytes(d.weights), units.dtype_bytes(d.activations)
+    b_w, b_o, b_a = (units.dtype_bytes(x) for x in (d.weights, d.attention_dtype, d.activations))
     dec_tokens, pre_tokens = decode_sequences * decode_tokens, prompts * prompt_len
     tokens = dec_tokens + pre_tokens
     local_tokens = tokens / d.ep
     L, stage = model.layers, model.layers / d.pp
-    dense_w = (parts.attention_params * L + parts.dense_mlp_params + parts.shared_params) / L
+    mlp_w = (parts.dense_mlp_params + parts.shared_params) / L
     expert_w = _experts_touched(model, d, tokens) * parts.expert_params * model.moe_layers / L
-    w_read = (dense_w + expert_w) * stage * b_w / d.tp + parts.embedding_params * b_w / (d.tp * d.pp)
-    kv = flops = 0.0
+    layer_bytes = parts.attention_params * b_o + (mlp_w + expert_w) * b_w  # one layer's weights read
+    w_read = layer_bytes * stage / d.tp + parts.embedding_params * b_o / (d.tp * d.pp)
+    kv = 0.0
+    # FLOPs by the rate they run at: the MLP's at the weights' dtype, attention projections, router and
+    # unembedding at the other weights' dtype, QK^T and AV (two activations) at the bf16 rate
+    mlp = other = scores = 0.0
     if prompts:  # writes the prompts' keys and values; needs logits at each prompt's last position only
         kv += kv_bytes_per_sequence_per_chip(model, d, prompt_len) * prompts / d.ep
         fl = tr.flops_per_token(model, seq_len=prompt_len, causal=True)
-        flops += (fl.forward_flops - fl.unembedding_flops) * pre_tokens + fl.unembedding_flops * prompts
+        mlp += fl.mlp_flops * pre_tokens
+        other += (fl.attention_projection_flops + fl.router_flops) * pre_tokens + fl.unembedding_flops * prompts
+        scores += fl.attention_score_flops * pre_tokens
     if decode_sequences:  # reads the whole context; every new token attends to all of it and needs logits
         kv += kv_bytes_per_sequence_per_chip(model, d, 1) * context * decode_sequences / d.ep
         fl = tr.flops_per_token(model, seq_len=context, causal=False)
-        flops += fl.forward_flops * dec_tokens
-    flops /= d.tp * d.ep * d.pp
-    compute = flops / (c.peak_flops_per_s(_compute_dtype(c, d)) * c_eff)
+        mlp += fl.mlp_flops * dec_tokens
+        other += (fl.attention_projection_flops + fl.router_flops + fl.unembedding_flops) * dec_tokens
+        scores += fl.attention_score_flops * dec_tokens
+    share = d.tp * d.ep * d.pp
+    flops = (mlp + other + scores) / share
+    compute = (mlp / _rate(c, d.weights) + other / _rate(c, d.attention_dtype) + scores / _rate(c, "bf16")) \
+        / (share * c_eff)
     memory = (w_read + kv) / (c.hbm_bytes_per_s * bw_eff)
     tp = ep = pp = 0.0
     if d.tp > 1:
@@ -501,7 +562,7 @@ def _mixed(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, decode
             tp += 2 * stage * collectives.all_to_all(topo, axes=_group(topo, "tp"), bytes_=v).seconds
         if prompts and not decode_sequences:  # a big prefill may instead gather each layer's weights and
             # keep its tokens in place (Pope et al. 2022's weight-gathered layout): whichever moves less
-            gather = collectives.all_gather(topo, axes=_group(topo, "tp"), bytes_=(dense_w + expert_w) * b_w).seconds
+            gather = collectives.all_gather(topo, axes=_group(topo, "tp"), bytes_=layer_bytes).seconds
             tp = min(tp, stage * gather)
     if d.ep > 1:
         v = d.ep * local_tokens * model.experts_per_token * model.d_model * b_a
@@ -510,7 +571,8 @@ def _mixed(model: Transformer, c: Chip, d: Deployment, topo: Topology, *, decode
         pp = collectives.permute(topo, axes=_group(topo, "pp"),
                                  bytes_=d.pp * local_tokens * model.d_model * b_a).seconds
     return StepTime(flops=flops, weight_bytes_read=w_read, kv_bytes_read=kv, compute_seconds=compute,
-                    memory_seconds=memory, tp_seconds=tp, ep_seconds=ep, pp_seconds=pp)
+                    memory_seconds=memory, tp_seconds=tp, ep_seconds=ep, pp_seconds=pp,
+                    overhead_seconds=overhead * stage)
 
 
 def mixed_step(e: "ServingEstimate", *, prompts: float, prompt_tokens: int | None = None) -> StepTime:
@@ -531,7 +593,7 @@ def mixed_step(e: "ServingEstimate", *, prompts: float, prompt_tokens: int | Non
     m = e.model
     return _mixed(m, c, d, deployment_topology(c, d), decode_sequences=e.batch / d.pp, decode_tokens=1,
                   context=e.prompt_len + e.output_len // 2, prompts=prompts / d.pp, prompt_len=n,
-                  bw_eff=e.bandwidth_efficiency, c_eff=e.compute_efficiency)
+                  bw_eff=e.bandwidth_efficiency, c_eff=e.compute_efficiency, overhead=e.layer_overhead_seconds)
 
 
 def verify_step(e: "ServingEstimate", *, tokens: int) -> StepTime:
@@ -545,7 +607,7 @@ def verify_step(e: "ServingEstimate", *, tokens: int) -> StepTime:
     c, d = e.chip, e.deployment
     return _step(e.model, c, d, deployment_topology(c, d), sequences=e.batch / d.pp, new_tokens=tokens,
                  context=e.prompt_len + e.output_len // 2, prefill=False, bw_eff=e.bandwidth_efficiency,
-                 c_eff=e.compute_efficiency)
+                 c_eff=e.compute_efficiency, overhead=e.layer_overhead_seconds)
 
 
 def _workspace(model: Transformer, d: Deployment, prompt_len: int) -> float:
@@ -630,13 +692,16 @@ def critical_decode_batch(chip: "str | Chip", *, weights: str = "bf16") -> float
 
 def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment | None = None, batch: "int | str",
              prompt_len: int, output_len: int, bandwidth_efficiency: float | None = None,
-             compute_efficiency: float | None = None, workspace_tokens: int | None = None) -> ServingEstimate:
+             compute_efficiency: float | None = None, workspace_tokens: int | None = None,
+             layer_overhead_seconds: float | None = None) -> ServingEstimate:
     """Latency, throughput and memory of serving `model` at `batch` sequences (Chapter 7).
 
     Decode runs at the average context prompt_len + output_len / 2; memory holds the full
     prompt_len + output_len for every sequence, and the workspace of one prefill pass of
     `workspace_tokens` tokens (default: the whole prompt; pass a chunk size for chunked prefill).
-    `batch="max"` serves the largest batch that fits.
+    `batch="max"` serves the largest batch that fits. Every forward pass (a prefill pass or a decode
+    step) also pays `layer_overhead_seconds` per layer (default: the chip family's fitted value,
+    `default_layer_overhead`).
     """
     model = _as_model(model)
     if not isinstance(model, Transformer):
@@ -656,6 +721,10 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
         require_positive(**{name: v})
         if v > 1:
             raise Error(f"{name} is a fraction, at most 1; got {v:g}")
+    lo = default_layer_overhead(c) if layer_overhead_seconds is None else layer_overhead_seconds
+    _number("layer_overhead_seconds", lo)
+    if lo < 0:
+        raise Error(f"layer_overhead_seconds must be >= 0, got {lo!r}")
     context = prompt_len + output_len
     ws = _workspace_tokens(context, prompt_len, workspace_tokens)
     most = max_batch(model, chip=c, deployment=d, context=context, workspace_tokens=ws)
@@ -667,17 +736,17 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     _positive_int("batch", batch)
     topo = deployment_topology(c, d)
     pre = _step(model, c, d, topo, sequences=d.ep, new_tokens=prompt_len, context=prompt_len, prefill=True,
-                bw_eff=bw, c_eff=ce)
+                bw_eff=bw, c_eff=ce, overhead=lo)
     pre_batch = _step(model, c, d, topo, sequences=batch, new_tokens=prompt_len, context=prompt_len, prefill=True,
-                      bw_eff=bw, c_eff=ce)
+                      bw_eff=bw, c_eff=ce, overhead=lo)
     avg = prompt_len + output_len // 2
     dec = _step(model, c, d, topo, sequences=batch / d.pp, new_tokens=1, context=avg, prefill=False,
-                bw_eff=bw, c_eff=ce)
+                bw_eff=bw, c_eff=ce, overhead=lo)
     mem = memory_per_chip(model, chip=c, deployment=d, batch=batch, context=context, workspace_tokens=ws)
     return ServingEstimate(model_name=model.name, chip=c, deployment=d, batch=batch, prompt_len=prompt_len,
                            output_len=output_len, bandwidth_efficiency=bw, compute_efficiency=ce, prefill=pre,
                            decode=dec, memory=mem, max_batch=most, prefill_batch=pre_batch, workspace_tokens=ws,
-                           model=model)
+                           model=model, layer_overhead_seconds=lo)
 
 
 # --- calibration -------------------------------------------------------------------------------

@@ -188,6 +188,55 @@ def speculative_decoding(*, acceptance_rate: float, draft_tokens: int, draft_cos
                        verify_cost_ratio=verify_cost_ratio)
 
 
+def speculative_speedup(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: int,
+                        prompt_len: int, output_len: int, acceptance_rate: float, draft_tokens: int,
+                        draft_cost_ratio: float, **efficiency) -> Speculation:
+    """Speculative decoding on a deployment at a batch: `speculative_decoding` with the verify step
+    priced by `verify_cost_ratio` for that batch (Chapter 7).
+
+    The draft's cost stays `draft_cost_ratio` of a plain target step at every batch, and its own
+    weights and cache are left out of memory: both flatter speculation at large batch.
+    """
+    v = verify_cost_ratio(model, chip=chip, deployment=deployment, batch=batch, prompt_len=prompt_len,
+                          output_len=output_len, draft_tokens=draft_tokens, **efficiency)
+    return speculative_decoding(acceptance_rate=acceptance_rate, draft_tokens=draft_tokens,
+                                draft_cost_ratio=draft_cost_ratio, verify_cost_ratio=v)
+
+
+def speculation_break_even_batch(model: Transformer, *, chip: "str | Chip", deployment: Deployment,
+                                 prompt_len: int, output_len: int, acceptance_rate: float, draft_tokens: int,
+                                 draft_cost_ratio: float, **efficiency) -> "int | None":
+    """The largest batch at which speculative decoding still pays (speedup above 1); above it the
+    verify step of g + 1 tokens per sequence costs more than the tokens it yields (Chapter 7).
+
+    The speedup (1 - a^(g+1)) / (1 - a) / (g c + v(B)) falls as the batch B grows because v(B), the
+    verify step over a plain step (`verify_cost_ratio`), climbs from about 1 (memory-bound: the
+    same weights and cache reads) towards g + 1 (compute-bound, and collectives carrying g + 1
+    tokens per sequence). Returns 0 when speculation does not pay even at batch 1, and None when it
+    still pays at the largest batch that fits (`inference.max_batch`), so that no break-even
+    exists. Found by bisection on the batch, which assumes the speedup falls with the batch.
+    """
+    model = _as_model(model)
+    kw = dict(chip=chip, deployment=deployment, prompt_len=prompt_len, output_len=output_len,
+              acceptance_rate=acceptance_rate, draft_tokens=draft_tokens, draft_cost_ratio=draft_cost_ratio,
+              **efficiency)
+    pays = lambda b: speculative_speedup(model, batch=b, **kw).speedup > 1
+    top = estimate(model, chip=chip, deployment=deployment, batch=1, prompt_len=prompt_len, output_len=output_len,
+                   **efficiency).max_batch
+    if top < 1:
+        raise Error(f"{model.name} does not fit on this deployment: not even one sequence of "
+                    f"{prompt_len + output_len} tokens")
+    if not pays(1):
+        return 0
+    if pays(top):
+        return None
+    lo, hi = 1, top  # pays at lo, not at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if pays(mid) else (lo, mid)
+    return lo
+
+
 @dataclass(frozen=True)
 class Disaggregation:
     """Separate prefill and decode servers: how many prefill chips each decode chip needs."""

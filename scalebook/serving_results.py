@@ -3,13 +3,16 @@
 The data, `data/serving_results.json`, holds results whose sources state the chips, the batch, the
 prompt and output lengths and a measured latency or throughput: Pope et al. (2022), PaLM 540B and
 62B on TPU v4, each phase (prefill, decode) in a low-latency and a high-throughput configuration;
-and NVIDIA's TensorRT-LLM 0.9.0 performance tables, Llama 2 7B and 70B and Mixtral 8x7B on A100,
-H100 and H200, static batches timed end to end and first-token latencies. Chapter 8 sets
-`scalebook.inference`'s estimates beside them.
+and NVIDIA's TensorRT-LLM 0.9.0 performance tables, Llama 2 7B and 70B, Mistral 7B and Mixtral
+8x7B on A100, H100 and H200, static batches timed end to end and first-token latencies. Chapter 8
+sets `scalebook.inference`'s estimates beside them.
 
-Each result has a `role`: `fit` (the default efficiencies of its chip family are fitted on it,
-`fit_efficiencies`; at most a third of all results) or `validation` (predicted with the fitted
-defaults and never fitted on, `validation_report`). Every figure comes
+Each result has a `role`: `fit` (the default constants of its chip family are fitted on it,
+`fit_constants`; at most a third of all results) or `validation` (predicted with the fitted
+defaults and never fitted on, `validation_report`). The GPU fit set is, for each GPU, the static
+batch of 2,048 input and 128 output tokens and the 2,048-token first-token latency of Llama 2 7B,
+Llama 2 70B and Mixtral 8x7B, and both first-token latencies (128 and 2,048 tokens) of Mistral 7B:
+the per-layer overhead needs short forward passes to be fitted on. Every figure comes
 from the source named by `source` (a key of `book/references.bib`) at `where`; `inferred` names the
 fields deduced, or computed from other reported figures, rather than stated, and `notes` says from
 what. `None` means the source does not say.
@@ -261,7 +264,7 @@ class Prediction:
         comm = step.tp_seconds + step.ep_seconds + step.pp_seconds
         share = comm / step.seconds if step.seconds else 0.0
         slow = "slower" if self.error > 0 else "faster"
-        why = f"one {self.family.upper()} efficiency pair does not follow this shape"
+        why = f"the {self.family.upper()} family's constants do not follow this shape"
         if self.implied_hbm_fraction > 0.9:
             why = (f"the reported time needs {100 * self.implied_hbm_fraction:.0f}% of peak HBM bandwidth for the "
                    "bytes the model counts")
@@ -271,8 +274,8 @@ class Prediction:
 
 def predict(result: PublishedServing, **efficiency) -> Prediction | None:
     """The estimate of one result beside what it reported (`Prediction`), or None when it reports
-    nothing the model predicts. `efficiency` (bandwidth_efficiency, compute_efficiency) defaults to
-    the chip family's fitted values."""
+    nothing the model predicts. `efficiency` (bandwidth_efficiency, compute_efficiency,
+    layer_overhead_seconds) defaults to the chip family's fitted values."""
     from . import inference as inf
 
     if not isinstance(result, PublishedServing):
@@ -310,37 +313,90 @@ def results_with_role(role: str, family: str | None = None) -> tuple[PublishedSe
     return tuple(r for r in published_serving() if r.role == role and (family is None or r.family == family))
 
 
-def _log_loss(results, bw: float, ce: float) -> float:
-    import math
+@dataclass(frozen=True)
+class ServingConstants:
+    """The constants of one chip family's serving model (`inference.estimate`'s defaults):
+    fractions of peak HBM bandwidth and of peak matmul FLOP/s, and fixed seconds per layer of every
+    forward pass (a prefill pass or a decode step)."""
 
-    out = 0.0
-    for r in results:
-        p = predict(r, bandwidth_efficiency=bw, compute_efficiency=ce)
-        out += math.log(p.predicted_seconds / p.reported_seconds) ** 2
-    return out
+    bandwidth_efficiency: float
+    compute_efficiency: float
+    layer_overhead_seconds: float
+
+    def __repr__(self) -> str:
+        return (f"ServingConstants(HBM {100 * self.bandwidth_efficiency:.0f}%, matmul {100 * self.compute_efficiency:.0f}%, "
+                f"{1e6 * self.layer_overhead_seconds:.0f} us per layer)")
 
 
-def fit_efficiencies(family: str) -> tuple[float, float]:
-    """(bandwidth, compute) efficiency of a chip family fitted on its `fit` results only.
+def _terms(p: Prediction) -> list[tuple[float, object]]:
+    """The steps whose times add up to `p.predicted_seconds`, each with how many times it runs."""
+    e, pp = p.estimate, p.estimate.deployment.pp
+    if p.metric == "static batch end to end":
+        return [(pp, e.prefill_batch or e.prefill), ((e.output_len - 1) * pp, e.decode)]
+    if p.metric == "per-token latency":
+        return [(pp, e.decode)]
+    if p.metric == "prefill of the batch":
+        return [(pp, e.prefill_batch or e.prefill)]
+    return [(pp, e.prefill)]
 
-    One pair for the whole family, never one per result: the pair that minimises the sum of squared
-    log errors, sum (ln(predicted / reported))^2, over the family's fit results (a 5%-step grid over
-    0.05-1, then a 1% grid re-centred on its best point until that point stays put; the loss is
-    smooth enough for this).
+
+def _unit_terms(r: PublishedServing):
+    """(reported seconds, array of [runs, compute s, memory s, collective s, layers of the stage]) of
+    one result, its compute and memory times at 100% efficiency: predicted seconds at constants
+    (bw, ce, lo) = sum runs x (max(compute / ce, memory / bw) + collectives + lo x layers)."""
+    import numpy as np
+
+    p = predict(r, bandwidth_efficiency=1.0, compute_efficiency=1.0, layer_overhead_seconds=0.0)
+    stage = p.estimate.model.layers / p.estimate.deployment.pp
+    rows = [(n, st.compute_seconds, st.memory_seconds, st.tp_seconds + st.ep_seconds + st.pp_seconds, stage)
+            for n, st in _terms(p)]
+    return p.reported_seconds, np.array(rows, dtype=float)
+
+
+def _grid_loss(terms, bw, ce, lo):
+    import numpy as np
+
+    loss = 0.0
+    for reported, t in terms:
+        n, c, m, comm, layers = (t[:, i].reshape(-1, 1, 1, 1) for i in range(5))
+        predicted = (n * (np.maximum(c / ce, m / bw) + comm + lo * layers)).sum(axis=0)
+        loss = loss + np.log(predicted / reported) ** 2
+    return loss
+
+
+def fit_constants(family: str) -> ServingConstants:
+    """The serving constants of a chip family fitted on its `fit` results only (`ServingConstants`).
+
+    One set for the whole family, never one per result: the (bandwidth, compute, per-layer
+    overhead) that minimises the sum of squared log errors, sum (ln(predicted / reported))^2, over
+    the family's fit results, on a grid: efficiencies 0.05-1 in steps of 0.01, the overhead 0-500 us
+    in steps of 5 us, then 1 us around the best.
     """
+    import numpy as np
+
     choose("family", family, ["tpu", "gpu"])
     fit = results_with_role("fit", family)
     if not fit:
         raise Error(f"no results marked fit for chip family {family!r}")
-    grid = [x / 20 for x in range(1, 21)]
-    best = min(((_log_loss(fit, bw, ce), bw, ce) for bw in grid for ce in grid))
-    _, bw0, ce0 = best
-    fine = lambda x0: [round(x0 + d / 100, 2) for d in range(-5, 6) if 0.01 <= x0 + d / 100 <= 1.0]
-    while True:  # re-centre the 1% grid until its best point is not on its edge
-        best = min(((_log_loss(fit, bw, ce), bw, ce) for bw in fine(bw0) for ce in fine(ce0)))
-        if (best[1], best[2]) == (bw0, ce0):
-            return bw0, ce0
-        bw0, ce0 = best[1], best[2]
+    terms = [_unit_terms(r) for r in fit]
+    eff = np.round(np.arange(5, 101) / 100, 2)
+    bw, ce = eff.reshape(-1, 1, 1), eff.reshape(1, -1, 1)
+
+    def best(lo_grid):
+        loss = _grid_loss(terms, bw, ce, lo_grid.reshape(1, 1, -1))
+        i, j, k = np.unravel_index(np.argmin(loss), loss.shape)
+        return float(eff[i]), float(eff[j]), float(lo_grid[k])
+
+    _, _, lo0 = best(np.arange(0, 501, 5) * 1e-6)
+    fine = np.arange(max(0, round(lo0 * 1e6) - 5), round(lo0 * 1e6) + 6) * 1e-6
+    b, c, lo = best(fine)
+    return ServingConstants(bandwidth_efficiency=b, compute_efficiency=c, layer_overhead_seconds=round(lo, 7))
+
+
+def fit_efficiencies(family: str) -> tuple[float, float]:
+    """(bandwidth, compute) efficiency of `fit_constants(family)` (fitted together with its per-layer overhead)."""
+    k = fit_constants(family)
+    return k.bandwidth_efficiency, k.compute_efficiency
 
 
 def _stats(errors: "list[float]") -> tuple[float, float, float]:

@@ -69,3 +69,19 @@ def test_plan_serving_json(capsys):
     assert 0 < len(d["best"]) <= 3 and d["meeting_target"] <= d["considered"]
     assert all(b["per_token_latency_seconds"] <= 0.030 for b in d["best"])
     assert KEYS <= set(d["best"][0])
+
+
+def test_the_per_layer_overhead_is_an_input_with_a_unit(capsys):
+    # Llama 3 8B has 32 layers: 100 us per layer is 3.2 ms of every decode step; 0 removes it.
+    args = ("serve-estimate", "llama3-8b", *BASE, "--tp", "1", "--batch", "8")
+    none = run_json(capsys, *args, "--layer-overhead", "0")
+    some = run_json(capsys, *args, "--layer-overhead", "100us")
+    assert none["decode_parts_seconds"]["overhead"] == 0
+    assert some["decode_parts_seconds"]["overhead"] == pytest.approx(32 * 100e-6)
+
+
+def test_fp8_mlp_weights_beside_bf16_attention_from_the_command_line(capsys):
+    d = run_json(capsys, "serve-estimate", "llama3-70b", *BASE, "--tp", "8", "--batch", "32", "--weights", "fp8",
+                 "--attention-weights", "bf16")
+    assert d["deployment"]["weights"] == "fp8" and d["deployment"]["attention_weights"] == "bf16"
+    assert "fp8 MLP and bf16 other weights" in d["deployment"]["label"]

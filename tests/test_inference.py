@@ -152,7 +152,8 @@ def test_chunked_prefill_shares_the_decode_step_in_one_roofline():
     # The mixed step reads the weights once, the decode caches at the mean context 1024 + 128, and
     # writes the chunk's cache; its FLOPs are the decode's plus the chunk's; one max(compute, memory).
     w = serving.continuous_batching(L8, chip="h100", deployment=Deployment(), batch=32, prompt_len=1024,
-                                    output_len=256, bandwidth_efficiency=1.0, compute_efficiency=1.0)
+                                    output_len=256, bandwidth_efficiency=1.0, compute_efficiency=1.0,
+                                    layer_overhead_seconds=0.0)
     dec = tr.flops_per_token(L8, seq_len=1152, causal=False).forward_flops * 32
     pre = tr.flops_per_token(L8, seq_len=1024, causal=True)
     pre = 0.125 * (1024 * (pre.forward_flops - pre.unembedding_flops) + pre.unembedding_flops)
@@ -244,7 +245,8 @@ def test_verifying_drafts_costs_one_step_while_memory_bound_and_more_when_comput
 def test_time_to_first_token_is_the_prefill():
     # The first token comes from the prefill's logits at the prompt's last position: TTFT = prefill,
     # max(FLOPs of 1024 causal tokens with one logit row / 990 TFLOP/s, weights + cache written / 3.4 TB/s).
-    e = _e(batch=1, prompt=1024, output=256, bandwidth_efficiency=1.0, compute_efficiency=1.0)
+    e = _e(batch=1, prompt=1024, output=256, bandwidth_efficiency=1.0, compute_efficiency=1.0,
+           layer_overhead_seconds=0.0)
     f = tr.flops_per_token(L8, seq_len=1024, causal=True)
     flops = 1024 * (f.forward_flops - f.unembedding_flops) + f.unembedding_flops
     hand = max(flops / 990e12, (L8_STREAMED + 1024 * L8_KV_TOKEN) / 3.4e12)
@@ -296,3 +298,106 @@ def test_a_static_batch_runs_its_prefill_then_output_len_minus_one_steps():
     t = e.prefill_batch_seconds + 127 * e.per_token_latency_seconds
     assert e.end_to_end_seconds == pytest.approx(t)
     assert e.end_to_end_output_tokens_per_s_per_chip == pytest.approx(16 * 128 / t)
+
+
+def test_every_forward_pass_pays_the_per_layer_overhead_once_per_layer():
+    # 100 us per layer: Llama 3 8B's 32 layers add 3.2 ms to the prefill (TTFT) and to each decode step;
+    # with 2 pipeline stages each stage pays its 16 layers and a token crosses both: still 3.2 ms a token.
+    kw = dict(batch=8, bandwidth_efficiency=0.8, compute_efficiency=0.5)
+    base, slow = _e(layer_overhead_seconds=0.0, **kw), _e(layer_overhead_seconds=1e-4, **kw)
+    assert slow.ttft_seconds - base.ttft_seconds == pytest.approx(32e-4, rel=1e-9)
+    assert slow.per_token_latency_seconds - base.per_token_latency_seconds == pytest.approx(32e-4, rel=1e-9)
+    assert slow.decode.overhead_seconds == pytest.approx(32e-4) and slow.decode.parts()["overhead"] == slow.decode.overhead_seconds
+    base, slow = _e(pp=2, layer_overhead_seconds=0.0, **kw), _e(pp=2, layer_overhead_seconds=1e-4, **kw)
+    assert slow.decode.overhead_seconds == pytest.approx(16e-4)
+    assert slow.per_token_latency_seconds - base.per_token_latency_seconds == pytest.approx(32e-4, rel=1e-9)
+    # the overhead is fixed: it does not grow with the batch
+    big = _e(layer_overhead_seconds=1e-4, batch=64, bandwidth_efficiency=0.8, compute_efficiency=0.5)
+    assert big.decode.overhead_seconds == pytest.approx(32e-4)
+
+
+def test_the_gpu_default_includes_the_fitted_per_layer_overhead_and_tpus_have_none():
+    assert inf.default_layer_overhead("tpu-v5e") == 0.0
+    lo = inf.default_layer_overhead("h100")
+    assert lo > 0 and _e().decode.overhead_seconds == pytest.approx(32 * lo)
+
+
+def test_a_negative_layer_overhead_is_refused():
+    with pytest.raises(scalebook.Error, match="layer_overhead_seconds"):
+        _e(layer_overhead_seconds=-1e-6)
+
+
+def test_long_prefill_prices_attention_scores_at_the_bf16_rate_and_weight_matmuls_at_fp8():
+    # Llama 3 8B, fp8 weights on an H100, one 32k-token prompt at 100%: the weight matmuls (MLP,
+    # projections, one logit row) run at the fp8 peak, QK^T and AV (two bf16 activations) at the bf16 peak.
+    c = scalebook.chip("h100")
+    e = _e(batch=1, prompt=32768, output=1, weights="fp8", bandwidth_efficiency=1.0, compute_efficiency=1.0,
+           layer_overhead_seconds=0.0)
+    f = tr.flops_per_token(L8, seq_len=32768, causal=True)
+    weights = 32768 * (f.mlp_flops + f.attention_projection_flops + f.router_flops) + f.unembedding_flops
+    hand = weights / c.flops_per_s["fp8"] + 32768 * f.attention_score_flops / c.flops_per_s["bf16"]
+    assert e.prefill.compute_seconds == pytest.approx(hand, rel=1e-9)
+    all_fp8 = (weights + 32768 * f.attention_score_flops) / c.flops_per_s["fp8"]
+    assert e.prefill.compute_seconds > 1.1 * all_fp8  # at 32k the scores are a real share
+
+
+def test_fp8_mlp_weights_beside_bf16_attention_as_meta_served_llama3():
+    # Llama 3 8B: MLP 32 layers x 3 x 4096 x 14336 = 5,637,144,576 parameters at 1 byte; the other
+    # 8,030,261,248 - 5,637,144,576 = 2,393,116,672 (attention, norms, embeddings) at 2 bytes.
+    d = Deployment(weights="fp8", attention_weights="bf16")
+    mlp = 32 * 3 * 4096 * 14336
+    assert inf.weights_per_chip(L8, d) == pytest.approx(mlp * 1 + (8_030_261_248 - mlp) * 2)
+    # a decode step at batch 1 streams them all but the input embedding rows (gathered)
+    e = _e(batch=1, deployment=d)
+    assert e.decode.weight_bytes_read == pytest.approx(mlp + (8_030_261_248 - mlp - 128256 * 4096) * 2)
+    assert "fp8 MLP and bf16 other weights" in d.label()
+    assert Deployment(weights="fp8", attention_weights="fp8").label() == Deployment(weights="fp8").label()
+    assert d.replace(weights="bf16").attention_dtype == "bf16" and Deployment(weights="fp8").attention_dtype == "fp8"
+
+
+def test_an_unknown_attention_weight_dtype_is_refused_by_name():
+    with pytest.raises(scalebook.Error, match="attention_weights"):
+        Deployment(attention_weights="fp7")
+
+
+def _break_even(**kw):
+    base = dict(chip="h100", deployment=Deployment(), output_len=1, acceptance_rate=0.8, draft_tokens=4,
+                draft_cost_ratio=0.05, bandwidth_efficiency=1.0, compute_efficiency=1.0, layer_overhead_seconds=0.0)
+    base.update(kw)
+    return serving.speculation_break_even_batch(L8, **base)
+
+
+def test_speculation_stops_paying_where_the_verify_step_costs_more_than_its_tokens():
+    # Llama 3 8B, bf16, one H100 at 100%, 128 tokens of context, a = 0.8, g = 4, c = 0.05:
+    # a round yields T = (1 - 0.8^5) / 0.2 = 3.3616 tokens for g c + v = 0.2 + v steps: it pays while
+    # v < 3.1616. Per sequence a plain step computes C = FLOPs of a token / 990 TFLOP/s and reads
+    # K = 128 tokens of cache / 3.4 TB/s, beside the weights M0 = streamed bytes / 3.4 TB/s. Where the
+    # plain step is memory-bound (M0 + K B) and the verify step compute-bound (5 C B),
+    # v = 5 C B / (M0 + K B) = 3.1616 at B* = 3.1616 M0 / (5 C - 3.1616 K).
+    T = (1 - 0.8 ** 5) / 0.2
+    C = tr.flops_per_token(L8, seq_len=128, causal=False).forward_flops / 990e12
+    K, M0 = 128 * L8_KV_TOKEN / 3.4e12, L8_STREAMED / 3.4e12
+    b_star = (T - 0.2) * M0 / (5 * C - (T - 0.2) * K)
+    assert M0 + K * b_star > C * b_star and 5 * C * b_star > M0 + K * b_star  # the regimes assumed
+    assert _break_even(prompt_len=128) == int(b_star)
+
+
+def test_speculation_that_pays_at_every_batch_that_fits_has_no_break_even():
+    # At 2048 tokens of context the cache read per sequence (2048 x 131072 B / 3.4 TB/s = 79 us)
+    # exceeds even 5 tokens' FLOPs per sequence (5 x 17.1 GFLOP / 990 TFLOP/s = 86 us) so little that
+    # v stays below 86 / 79 = 1.09 < 3.16: speculation pays at every batch: None.
+    assert _break_even(prompt_len=2048) is None
+
+
+def test_speculation_with_a_costly_draft_never_pays():
+    # a = 0.3, g = 4, c = 0.5: T = (1 - 0.3^5) / 0.7 = 1.43 tokens for at least g c + 1 = 3 steps.
+    assert _break_even(prompt_len=128, acceptance_rate=0.3, draft_cost_ratio=0.5) == 0
+
+
+def test_speculative_speedup_prices_the_verify_step_at_the_batch():
+    l70, d = models.preset("llama3-70b"), Deployment(tp=8, weights="fp8", kv="fp8")
+    kw = dict(chip="h100", deployment=d, prompt_len=2048, output_len=1)
+    spec = dict(acceptance_rate=0.8, draft_tokens=4, draft_cost_ratio=0.05)
+    small, large = (serving.speculative_speedup(l70, batch=b, **kw, **spec) for b in (1, 1024))
+    assert small.verify_cost_ratio == pytest.approx(serving.verify_cost_ratio(l70, batch=1, draft_tokens=4, **kw))
+    assert small.speedup > 2 > 1 > large.speedup  # a latency tool at batch 1, a loss at batch 1024

@@ -48,7 +48,7 @@ def test_decode_parts_add_up_to_the_step():
     p = plots.decode_parts(e)
     reads = p["weights"] + p["KV cache"]
     assert reads == pytest.approx(e.decode.memory_seconds)
-    comm = p["TP AllReduce"] + p["EP AllToAll"] + p["PP send"]
+    comm = p["TP AllReduce"] + p["EP AllToAll"] + p["PP send"] + p["fixed per-layer cost"]
     assert max(reads, p["compute"]) + comm == pytest.approx(e.decode.seconds)
 
 

@@ -1,14 +1,16 @@
 """Refit the default serving efficiencies on the published results marked `fit` (chapter 8).
 
-Writes scalebook/data/serving_efficiency.json, one (bandwidth, compute) pair per chip family:
+Writes scalebook/data/serving_efficiency.json, one set of constants per chip family:
 
 - TPU: the two PaLM-on-TPU-v4 anchors of Pope et al. (2022), a small-batch decode (HBM-bound: pins
   the bandwidth efficiency) and a large batched prefill (compute-bound: pins the compute
-  efficiency), reproduced exactly by bisection (`inference.refit_default_efficiency`).
+  efficiency), reproduced exactly by bisection (`inference.refit_default_efficiency`); no per-layer
+  overhead (two anchors pin two constants; XLA compiles a whole step into one program).
 - GPU: the TensorRT-LLM 0.9.0 results marked `fit` (for each of A100, H100, H200 and each of Llama 2
   7B, Llama 2 70B, Mixtral 8x7B, the static batch of 2,048 input and 128 output tokens and the
-  first-token latency of a 2,048-token prompt), by least squares on the log errors
-  (`serving_results.fit_efficiencies`).
+  first-token latency of a 2,048-token prompt; for Mistral 7B the first-token latencies of 128- and
+  2,048-token prompts), bandwidth and compute efficiency and a fixed time per layer of every
+  forward pass together, by least squares on the log errors (`serving_results.fit_constants`).
 
 Never more than a third of the results are `fit`; the rest are only predicted
 (`serving_results.validation_report`). Run after changing the inference model; the tests
@@ -38,11 +40,13 @@ if __name__ == "__main__":
                                indent=2) + "\n")
     inference.default_efficiency.__globals__["load"].cache_clear()
     bw, ce = inference.refit_default_efficiency("tpu")
-    gbw, gce = serving_results.fit_efficiencies("gpu")
+    k = serving_results.fit_constants("gpu")
     data = {"note": note,
-            "tpu": {**TPU, "bandwidth_efficiency": round(bw, 4), "compute_efficiency": round(ce, 4)},
+            "tpu": {**TPU, "bandwidth_efficiency": round(bw, 4), "compute_efficiency": round(ce, 4),
+                    "layer_overhead_seconds": 0.0},
             "gpu": {"fit_results": gpu_fit,
-                    "why": "one pair for every GPU: least squares on ln(predicted / reported) over the fit results",
-                    "bandwidth_efficiency": round(gbw, 4), "compute_efficiency": round(gce, 4)}}
+                    "why": "one set for every GPU: least squares on ln(predicted / reported) over the fit results",
+                    "bandwidth_efficiency": k.bandwidth_efficiency, "compute_efficiency": k.compute_efficiency,
+                    "layer_overhead_seconds": k.layer_overhead_seconds}}
     PATH.write_text(json.dumps(data, indent=2) + "\n")
     print(json.dumps(data, indent=2))

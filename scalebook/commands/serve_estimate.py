@@ -1,6 +1,6 @@
 """`scalebook serve-estimate MODEL --chip C (--chips N | --tp T [--ep E] [--pp P]) --batch (B | max)
---prompt-len P --output-len O [--weights DTYPE] [--kv DTYPE] [--workspace-tokens N]`: serving priced
-(Chapter 7).
+--prompt-len P --output-len O [--weights DTYPE] [--attention-weights DTYPE] [--kv DTYPE] [--workspace-tokens N]
+[--layer-overhead SECONDS]`: serving priced (Chapter 7).
 
 `--json` prints `ServingEstimate.to_dict()`: prefill_seconds, ttft_seconds, decode_step_seconds,
 per_token_latency_seconds, output_tokens_per_s, output_tokens_per_s_per_chip, max_batch,
@@ -46,7 +46,12 @@ def register(sub) -> None:
     p.add_argument("--pp", type=whole, default=1, help="pipeline stages")
     p.add_argument("--batch", required=True, type=batch_arg, help="concurrent sequences, or 'max' (largest that fits)")
     p.add_argument("--weights", default="bf16", help="weight dtype: bf16, fp16, fp8, int8, int4, fp4")
+    p.add_argument("--attention-weights", default=None,
+                   help="dtype of every weight outside the MLP (attention, norms, embeddings) when it differs from "
+                        "--weights, which then covers the MLP only, e.g. --weights fp8 --attention-weights bf16")
     p.add_argument("--kv", default="bf16", help="KV cache dtype: bf16, fp16, fp8, int8, int4")
+    p.add_argument("--layer-overhead", type=number_arg("s", low_inclusive=True), default=None,
+                   help="fixed time per layer of every forward pass, e.g. 180us (default: fitted per chip family)")
     p.add_argument("--attention", choices=("auto", "heads", "batch"), default="auto",
                    help="how tp splits attention: by kv heads, by sequences (Pope et al.), or auto (default)")
     p.add_argument("--workspace-tokens", type=whole, default=None,
@@ -70,8 +75,9 @@ def deployment(args):
             tp = args.chips // (args.ep * args.pp)
         elif tp * args.ep * args.pp != args.chips:
             raise Error(f"--chips {args.chips} but tp x ep x pp = {tp * args.ep * args.pp}")
+    attn = getattr(args, "attention_weights", None)
     return Deployment(tp=tp or 1, ep=args.ep, pp=args.pp, weights=args.weights.lower(), kv=args.kv.lower(),
-                      attention=args.attention)
+                      attention=args.attention, attention_weights=attn.lower() if attn else None)
 
 
 def run(args) -> int:
@@ -80,7 +86,7 @@ def run(args) -> int:
     model = models.from_spec(args.model)
     d = deployment(args)
     eff = {"bandwidth_efficiency": args.bandwidth_efficiency, "compute_efficiency": args.compute_efficiency,
-           "workspace_tokens": args.workspace_tokens}
+           "workspace_tokens": args.workspace_tokens, "layer_overhead_seconds": args.layer_overhead}
     w = serving.continuous_batching(model, chip=args.chip, deployment=d, batch=args.batch, prompt_len=args.prompt_len,
                                     output_len=args.output_len, prefix_hit_rate=args.prefix_hit_rate, **eff)
     e = w.estimate

@@ -30,7 +30,8 @@ __all__ = [
 
 _COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"]
 _PART_COLORS = {"weights": "#4c72b0", "KV cache": "#dd8452", "workspace": "#8c8c8c", "TP AllReduce": "#c44e52",
-                "EP AllToAll": "#8172b3", "PP send": "#937860"}
+                "EP AllToAll": "#8172b3", "PP send": "#937860",
+                "fixed per-layer cost": "#da8bc3"}
 
 
 def _model(m: "Transformer | str") -> Transformer:
@@ -138,7 +139,7 @@ def decode_parts(e: inf.ServingEstimate) -> dict[str, float]:
     w_share = s.weight_bytes_read / s.bytes_read if s.bytes_read else 0.0
     return {"weights": s.memory_seconds * w_share, "KV cache": s.memory_seconds * (1 - w_share),
             "TP AllReduce": s.tp_seconds, "EP AllToAll": s.ep_seconds, "PP send": s.pp_seconds,
-            "compute": s.compute_seconds}
+            "fixed per-layer cost": s.overhead_seconds, "compute": s.compute_seconds}
 
 
 def decode_step_breakdown(model: "Transformer | str" = "llama3-70b", chip: str = "h100",
@@ -147,7 +148,8 @@ def decode_step_breakdown(model: "Transformer | str" = "llama3-70b", chip: str =
                           output_len: int = 512, ax=None):
     """One decode step by part as the batch grows: time to read the weights and the KV cache, and
     the collectives, stacked; the matmul time (hidden under the reads while it is shorter) as a
-    line. Step = max(compute, weights + KV) + collectives (`inference.estimate`)."""
+    line. Step = max(compute, weights + KV) + collectives + the fixed per-layer cost
+    (`inference.estimate`)."""
     m, d = _model(model), deployment or inf.Deployment(tp=8)
     batches = list(batches)
     if not batches:
@@ -158,7 +160,7 @@ def decode_step_breakdown(model: "Transformer | str" = "llama3-70b", chip: str =
     fig, ax = axes(ax, (7, 4.4))
     xs = list(range(len(batches)))
     bottom = [0.0] * len(batches)
-    for name in ("weights", "KV cache", "TP AllReduce", "EP AllToAll", "PP send"):
+    for name in ("weights", "KV cache", "TP AllReduce", "EP AllToAll", "PP send", "fixed per-layer cost"):
         h = [1e3 * p[name] for p in parts]
         if not any(h):
             continue

@@ -30,7 +30,8 @@ __all__ = [
 _COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974"]
 _MEMORY_COLORS = {"weights": "#4c72b0", "KV cache": "#dd8452", "workspace": "#8c8c8c"}
 _STEP_COLORS = {"weights (HBM)": "#4c72b0", "KV cache (HBM)": "#dd8452", "compute": "#55a868",
-                "TP AllReduce": "#c44e52", "EP AllToAll": "#8172b3", "PP send": "#937860"}
+                "TP AllReduce": "#c44e52", "EP AllToAll": "#8172b3", "PP send": "#937860",
+                "fixed per-layer cost": "#da8bc3"}
 
 
 def _model(m: "Transformer | str") -> Transformer:
@@ -134,7 +135,8 @@ def memory_stack(model: "Transformer | str", *, chip: str, deployment: inf.Deplo
 # --- where a decode step goes ------------------------------------------------------------------
 
 def _step_parts(e: inf.ServingEstimate) -> dict[str, float]:
-    """The decode step as drawn: the larger of compute and HBM time (HBM split into weights and KV), then comm."""
+    """The decode step as drawn: the larger of compute and HBM time (HBM split into weights and KV),
+    then comm, then the fixed per-layer cost."""
     s = e.decode
     out: dict[str, float] = {}
     if s.memory_seconds >= s.compute_seconds:
@@ -146,6 +148,7 @@ def _step_parts(e: inf.ServingEstimate) -> dict[str, float]:
     out["TP AllReduce"] = s.tp_seconds
     out["EP AllToAll"] = s.ep_seconds
     out["PP send"] = s.pp_seconds
+    out["fixed per-layer cost"] = s.overhead_seconds
     return out
 
 
