@@ -63,11 +63,14 @@ def allgather_nvlink(v, n):
 
 
 def decode(m, chip, *, batch, context, tp=1, w=2.0, kv=2.0, peak="bf16"):
-    """(compute, memory, tp) seconds of one decode step on one chip, heads split, KV split by min(tp, K)."""
-    flops = batch * (2 * m["matmul"] + m["L"] * 4 * context * m["N"] * m["H"]) / tp
+    """(compute, memory, tp) seconds of one decode step on one chip, heads split, KV split by min(tp, K).
+    The weight matmuls run at the weights' peak (fp8 for fp8 weights); the attention scores multiply
+    bf16 queries and keys, so they run at the bf16 peak whatever the weights."""
+    matmul = batch * 2 * m["matmul"] / tp
+    scores = batch * m["L"] * 4 * context * m["N"] * m["H"] / tp
     reads = m["read"] * w / tp + batch * context * m["kv_token"] / 2 * kv / min(tp, m["K"])
     comm = 2 * m["L"] * allreduce_nvlink(batch * m["D"] * 2, tp)
-    return flops / (chip[peak] * CE), reads / (chip["bw"] * BW), comm
+    return matmul / (chip[peak] * CE) + scores / (chip["bf16"] * CE), reads / (chip["bw"] * BW), comm
 
 
 def step(parts):
@@ -79,11 +82,13 @@ def prefill(m, chip, *, prompt, tp, w, peak):
     """One prompt's prefill: causal scores (T/2 keys per query), weights read once, its KV written;
     logits (the unembedding) only at the last position."""
     layers = m["matmul"] - m["V"] * m["D"]
-    flops = (prompt * (2 * layers + m["L"] * 4 * (prompt / 2) * m["N"] * m["H"]) + 2 * m["V"] * m["D"]) / tp
+    matmul = (prompt * 2 * layers + 2 * m["V"] * m["D"]) / tp
+    scores = prompt * m["L"] * 4 * (prompt / 2) * m["N"] * m["H"] / tp  # at the bf16 peak, as in decode()
+    compute = matmul / (chip[peak] * CE) + scores / (chip["bf16"] * CE)
     reads = m["read"] * w / tp + prompt * m["kv_token"] / min(tp, m["K"])
     reduce_acts = 2 * m["L"] * allreduce_nvlink(prompt * m["D"] * 2, tp)
     gather_weights = m["L"] * allgather_nvlink(m["per_layer"] / m["L"] * w, tp)
-    return max(flops / (chip[peak] * CE), reads / (chip["bw"] * BW)) + min(reduce_acts, gather_weights)
+    return max(compute, reads / (chip["bw"] * BW)) + min(reduce_acts, gather_weights)
 
 
 def max_batch(m, chip, *, context, prompt, tp=1, w=2.0, kv=2.0):
@@ -109,7 +114,7 @@ def _best_within_target():
 # --- 7.9: speculation at batch 256 ---------------------------------------------------------------
 
 def _speculation_at_256():
-    c, mem, comm = decode(L70, H100, batch=256, context=2048, tp=8, w=1.0, peak="fp8")
+    c, mem, comm = decode(L70, H100, batch=256, context=2048, tp=8, w=1.0, peak="fp8")  # c: fp8 matmuls + bf16 scores
     plain = max(c, mem) + comm
     comm5 = 2 * 80 * allreduce_nvlink(5 * 256 * 8192 * 2, 8)  # the verify step's AllReduces carry 5 tokens each
     verify = max(5 * c, mem) + comm5
@@ -271,7 +276,7 @@ def test_7_9_by_the_verify_cost_ratio_route():
 
     v = serving.verify_cost_ratio(preset("llama3-70b"), chip="h100", deployment=inf.Deployment(tp=8, weights="fp8"),
                                   batch=256, prompt_len=2048, output_len=1, draft_tokens=4,
-                                  bandwidth_efficiency=BW, compute_efficiency=CE)
+                                  bandwidth_efficiency=BW, compute_efficiency=CE, layer_overhead_seconds=0.0)
     c, mem, comm = decode(L70, H100, batch=256, context=2048, tp=8, w=1.0, peak="fp8")
     hand_v = (max(5 * c, mem) + 2 * 80 * allreduce_nvlink(5 * 256 * 8192 * 2, 8)) / (max(c, mem) + comm)
     assert v == pytest.approx(hand_v, rel=1e-6)

@@ -1,8 +1,9 @@
 """Answer keys of chapter 7 (inference): decode bounds, KV cache, quantisation, sharding, batching,
 speculative decoding, disaggregation and cost.
 
-Every problem that times a step states its efficiencies (`BW`, `CE` below) instead of taking the
-package's fitted defaults, so that its answer is pinned by its statement.
+Every problem that times a step states its efficiencies (`BW`, `CE` below) and leaves out the fitted
+fixed cost per layer, instead of taking the package's fitted defaults, so that its answer is pinned
+by its statement.
 """
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from ...errors import Error
 from ...models import preset
 from ..problem import problem
 
-#: Fraction of HBM bandwidth and of peak FLOP/s the problems assume.
+#: Fraction of HBM bandwidth and of peak FLOP/s the problems assume, and no fixed cost per layer
+#: (the package's fitted default adds one to every forward pass; the problems leave it out).
 BW, CE = 0.8, 0.6
-_EFF = dict(bandwidth_efficiency=BW, compute_efficiency=CE)
+_EFF = dict(bandwidth_efficiency=BW, compute_efficiency=CE, layer_overhead_seconds=0.0)
 
 
 def _decode(model, chip, deployment, batch, context):

@@ -67,7 +67,8 @@ def latency_floor(model, chip, tp):
          model="llama3-70b", chip="h100", candidates=(1, 2, 4, 8), batch=64, prompt_len=2048, output_len=512,
          target_s=0.025,
          hint="per tp: the HBM time of weights / tp plus 64 caches at the average context, plus 160 AllReduces of "
-              "64 x D activations (latency-bound: 2 (tp - 1) hops); the smallest tp that fits and meets 25 ms")
+              "64 x D activations (latency-bound: 2 (tp - 1) hops), plus the fitted fixed time of each of the 80 "
+              "layers, which no tp shrinks; the smallest tp that fits and meets 25 ms")
 def choose_tp(model, chip, candidates, batch, prompt_len, output_len, target_s):
     m = preset(model)
     for t in candidates:
