@@ -128,3 +128,15 @@ def plan_reasons(pp: int) -> str:
             f"{pp} stages, because at this batch the caches are most of what a step reads, so re-reading the "
             "weights once per micro-batch costs little, while the extra stages add memory for caches "
             "without adding tensor-parallel collectives")
+
+
+def speculation_break_even(batch: "int | None") -> str:
+    """Chapter 7: `serving.speculation_break_even_batch` in words (None: pays at every batch that fits;
+    0: pays at none)."""
+    if batch is None:
+        return "speculation still pays at the largest batch that fits"
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
+        raise Error(f"batch must be None or an integer >= 0, got {batch!r}")
+    if batch == 0:
+        return "speculation does not pay even at batch 1"
+    return f"speculation pays up to a batch of {batch:,} and costs time above it"

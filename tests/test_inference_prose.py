@@ -112,3 +112,15 @@ def test_plan_reasons_with_a_pipeline():
     assert "a pipeline of 2 stages" in s and "caches are most of what a step reads" in s
     with pytest.raises(scalebook.Error, match="pp must be a positive integer"):
         ip.plan_reasons(0)
+
+
+@pytest.mark.parametrize("batch, words", [(None, "still pays at the largest batch that fits"),
+                                          (0, "does not pay even at batch 1"),
+                                          (1234, "pays up to a batch of 1,234 and costs time above it")])
+def test_speculation_break_even_each_outcome(batch, words):
+    assert words in clean(ip.speculation_break_even(batch))
+
+
+def test_speculation_break_even_rejects_a_negative_batch():
+    with pytest.raises(scalebook.Error, match="batch must be None or an integer"):
+        ip.speculation_break_even(-1)
