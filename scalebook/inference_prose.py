@@ -101,20 +101,28 @@ def speculation_under_load(speedup_small: float, speedup_large: float, large_bat
             "load as well as for a lone user")
 
 
-def bound_cases(compute_bound: Sequence[str], total: int) -> str:
-    """Chapter 8: which of the frontier's cases are compute-bound at their largest batch."""
-    if total < 1:
-        raise Error(f"total must be at least 1, got {total!r}")
-    n = len(compute_bound)
-    if n == 0:
-        return ("None of the cases is compute-bound at full batch: the cache reads grow with the batch "
-                "as fast as the FLOPs do")
-    if n == total:
+def bound_cases(bounds: "dict[str, str]") -> str:
+    """Chapter 8: which of the frontier's cases are compute-, memory- or communication-bound at their
+    largest batch (`StepTime.bound` of each)."""
+    if not bounds:
+        raise Error("bound_cases needs at least one case")
+    by = {k: [name for name, b in bounds.items() if b == k] for k in ("compute", "memory", "communication")}
+    unknown = set(bounds.values()) - set(by)
+    if unknown:
+        raise Error(f"bounds must be 'compute', 'memory' or 'communication', got {sorted(unknown)}")
+    n, comp = len(bounds), by["compute"]
+    if len(comp) == n:
         return ("Every case is compute-bound at full batch: the matmul FLOPs of the batch outgrow the "
                 "reads before memory runs out")
-    rest = "the other case stays" if total - n == 1 else f"the other {total - n} stay"
-    return (f"Only {listing(compute_bound)} {'is' if n == 1 else 'are'} compute-bound at full batch; {rest} "
-            "memory-bound, their cache reads growing with the batch as fast as the FLOPs")
+    if not comp:
+        head = "None of the cases is compute-bound at full batch"
+        if by["memory"] and not by["communication"]:
+            return head + ": the cache reads grow with the batch as fast as the FLOPs do"
+        return head + f": {listing([f'{len(by[k])} {k}-bound' for k in ('memory', 'communication') if by[k]])}"
+    verb = "is" if len(comp) == 1 else "are"
+    others = [f"{len(by[k])} {k}-bound" for k in ("memory", "communication") if by[k]]
+    return (f"Only {listing(comp)} {verb} compute-bound at full batch; of the other {n - len(comp)}, "
+            f"{listing(others)}")
 
 
 def plan_reasons(pp: int) -> str:
@@ -140,3 +148,47 @@ def speculation_break_even(batch: "int | None") -> str:
     if batch == 0:
         return "speculation does not pay even at batch 1"
     return f"speculation pays up to a batch of {batch:,} and costs time above it"
+
+
+def signed_percent(x: float) -> str:
+    """A relative error as the book prints it: '+10%', '-9%', or 'within 1%' when it rounds to zero."""
+    p = round(100 * x)
+    return "within 1%" if p == 0 else f"{p:+d}%".replace("-", "\u2212")
+
+
+def goal_sentence(median: float, goal: float, gpu_median: float, tpu_median: float) -> str:
+    """Chapter 8: the validation median against the book's goal, with the family that misses it."""
+    g = round(100 * goal)
+    if median > goal:
+        return f"That is short of what this book aims for, a median within {g}%"
+    missing = [name for name, m in (("GPUs", gpu_median), ("TPUs", tpu_median)) if m > goal]
+    if not missing:
+        return f"That meets what this book aims for, a median within {g}%, on both families"
+    return (f"That meets what this book aims for, a median within {g}%, overall but not on "
+            f"{listing(missing)} alone")
+
+
+def error_directions(errors: Sequence[float]) -> str:
+    """'all 6 too slow, by 12% on average', 'all too fast', or '4 of 6 too slow and 2 too fast (mean +17%)'.
+
+    A positive error is a prediction slower than the report (predicted / reported - 1 > 0)."""
+    if not errors:
+        raise Error("error_directions needs at least one error")
+    n = len(errors)
+    slow = sum(e > 0 for e in errors)
+    mean = sum(errors) / n
+    if slow == n:
+        return f"all {n} come out too slow, by {round(100 * mean)}% on average"
+    if slow == 0:
+        return f"all {n} come out too fast, by {round(100 * -mean)}% on average"
+    verb = "comes" if slow == 1 else "come"
+    return f"{slow} of {n} {verb} out too slow and {n - slow} too fast (on average {signed_percent(mean)})"
+
+
+def firmer_ground(subset_median: float, family_median: float) -> str:
+    """Chapter 8: whether a subset of results is predicted better than its family as a whole."""
+    if round(100 * subset_median) < round(100 * family_median):
+        return "the model is on firmer ground"
+    if round(100 * subset_median) == round(100 * family_median):
+        return "the model does no better than on the rest"
+    return "the model does worse than on the rest"

@@ -95,11 +95,19 @@ def test_speculation_slowdown_does_not_call_it_a_gain():
     assert "still a gain" not in s and "pays under load" not in s
 
 
-@pytest.mark.parametrize("cases, words", [([], "None of the cases"), (["a", "b", "c"], "Every case"),
-                                          (["H100 x8, fp8"], "Only H100 x8, fp8 is compute-bound at full batch; the other 2 stay"),
-                                          (["a", "b"], "Only a and b are compute-bound at full batch; the other case stays")])
-def test_bound_cases_empty_all_some(cases, words):
-    assert words in clean(ip.bound_cases(cases, 3))
+@pytest.mark.parametrize("bounds, words", [
+    ({"a": "memory", "b": "memory"}, "None of the cases is compute-bound at full batch: the cache reads"),
+    ({"a": "memory", "b": "communication"}, "None of the cases is compute-bound at full batch: 1 memory-bound and 1 communication-bound"),
+    ({"a": "compute", "b": "compute"}, "Every case is compute-bound"),
+    ({"x": "compute", "a": "memory", "b": "memory"}, "Only x is compute-bound at full batch; of the other 2, 2 memory-bound"),
+    ({"x": "compute", "y": "compute", "a": "communication"}, "Only x and y are compute-bound at full batch; of the other 1, 1 communication-bound")])
+def test_bound_cases_empty_all_some(bounds, words):
+    assert words in clean(ip.bound_cases(bounds))
+
+
+def test_bound_cases_rejects_an_unknown_bound():
+    with pytest.raises(scalebook.Error, match="bounds must be"):
+        ip.bound_cases({"a": "latency"})
 
 
 def test_plan_reasons_without_a_pipeline():
@@ -124,3 +132,30 @@ def test_speculation_break_even_each_outcome(batch, words):
 def test_speculation_break_even_rejects_a_negative_batch():
     with pytest.raises(scalebook.Error, match="batch must be None or an integer"):
         ip.speculation_break_even(-1)
+
+
+@pytest.mark.parametrize("x, text", [(0.096, "+10%"), (-0.089, "\u22129%"), (-0.004, "within 1%"), (0.004, "within 1%")])
+def test_signed_percent(x, text):
+    assert ip.signed_percent(x) == text
+
+
+@pytest.mark.parametrize("median, gpu, tpu, words", [
+    (0.21, 0.25, 0.10, "short of what this book aims for"),
+    (0.12, 0.13, 0.10, "on both families"),
+    (0.146, 0.173, 0.096, "overall but not on GPUs alone")])
+def test_goal_sentence_each_outcome(median, gpu, tpu, words):
+    assert words in ip.goal_sentence(median, 0.15, gpu, tpu)
+
+
+@pytest.mark.parametrize("errors, words", [([0.2, 0.1], "all 2 come out too slow, by 15% on average"),
+                                           ([-0.2, -0.1], "all 2 come out too fast, by 15% on average"),
+                                           ([0.28, -0.01, 0.21], "2 of 3 come out too slow and 1 too fast"),
+                                           ([0.28, -0.01, -0.21], "1 of 3 comes out too slow and 2 too fast")])
+def test_error_directions_all_none_some(errors, words):
+    assert words in clean(ip.error_directions(errors))
+
+
+@pytest.mark.parametrize("sub, fam, words", [(0.10, 0.17, "firmer ground"), (0.172, 0.173, "no better"),
+                                             (0.20, 0.17, "worse")])
+def test_firmer_ground_each_outcome(sub, fam, words):
+    assert words in ip.firmer_ground(sub, fam)

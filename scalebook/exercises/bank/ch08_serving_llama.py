@@ -209,16 +209,6 @@ def palm_prefill(result):
               "else stays bf16. Per GPU: HBM - weights / 8 - the 2048-token prefill workspace, over one request's "
               "bf16 cache per GPU (2 L K H x 2 bytes x 2560 tokens / 8), rounded down")
 def meta_fp8_batch(model, chip, tp, prompt_len, output_len):
-    from ... import transformer as tr
-
-    m, c = preset(model), hardware.chip(chip)
-    d = D(tp=tp)
-    ffn = m.layers * 3 * m.d_model * m.d_ff
-    weights = (tr.params(m).total_params * 2 - ffn * 1) / tp  # the FFN's 2 bytes become 1
-    context = prompt_len + output_len
-    ws = inf.memory_per_chip(m, chip=c, deployment=d, batch=1, context=context, prompt_len=prompt_len).workspace_bytes
-    per_seq = inf.kv_bytes_per_sequence_per_chip(m, d, context)
-    free = c.hbm_bytes - weights - ws
-    if free < per_seq:
-        raise Error("the weights and workspace leave no room for one request")
-    return float(int(free // per_seq))
+    d = D(tp=tp, weights="fp8", attention_weights="bf16", kv="bf16")  # fp8 MLP, everything else bf16
+    return float(inf.max_batch(preset(model), chip=chip, deployment=d, context=prompt_len + output_len,
+                               prompt_len=prompt_len))
