@@ -120,9 +120,12 @@ def bound_cases(bounds: "dict[str, str]") -> str:
             return head + ": the cache reads grow with the batch as fast as the FLOPs do"
         return head + f": {listing([f'{len(by[k])} {k}-bound' for k in ('memory', 'communication') if by[k]])}"
     verb = "is" if len(comp) == 1 else "are"
-    others = [f"{len(by[k])} {k}-bound" for k in ("memory", "communication") if by[k]]
-    return (f"Only {listing(comp)} {verb} compute-bound at full batch; of the other {n - len(comp)}, "
-            f"{listing(others)}")
+    head = f"Only {listing(comp)} {verb} compute-bound at full batch; "
+    kinds = [k for k in ("memory", "communication") if by[k]]
+    if len(kinds) == 1:
+        m = len(by[kinds[0]])
+        return head + (f"the other case stays {kinds[0]}-bound" if m == 1 else f"the other {m} stay {kinds[0]}-bound")
+    return head + f"of the other {n - len(comp)}, {listing([f'{len(by[k])} {k}-bound' for k in kinds])}"
 
 
 def plan_reasons(pp: int) -> str:

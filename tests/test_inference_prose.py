@@ -99,8 +99,9 @@ def test_speculation_slowdown_does_not_call_it_a_gain():
     ({"a": "memory", "b": "memory"}, "None of the cases is compute-bound at full batch: the cache reads"),
     ({"a": "memory", "b": "communication"}, "None of the cases is compute-bound at full batch: 1 memory-bound and 1 communication-bound"),
     ({"a": "compute", "b": "compute"}, "Every case is compute-bound"),
-    ({"x": "compute", "a": "memory", "b": "memory"}, "Only x is compute-bound at full batch; of the other 2, 2 memory-bound"),
-    ({"x": "compute", "y": "compute", "a": "communication"}, "Only x and y are compute-bound at full batch; of the other 1, 1 communication-bound")])
+    ({"x": "compute", "a": "memory", "b": "memory"}, "Only x is compute-bound at full batch; the other 2 stay memory-bound"),
+    ({"x": "compute", "y": "compute", "a": "communication"}, "Only x and y are compute-bound at full batch; the other case stays communication-bound"),
+    ({"x": "compute", "a": "memory", "b": "communication"}, "Only x is compute-bound at full batch; of the other 2, 1 memory-bound and 1 communication-bound")])
 def test_bound_cases_empty_all_some(bounds, words):
     assert words in clean(ip.bound_cases(bounds))
 
