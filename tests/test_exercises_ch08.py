@@ -188,19 +188,19 @@ def int4_costs():
     return out
 
 
-# 8.10: 405B at batch 64. fp8 on TP8; bf16 on TP8 x PP2 (stages of 63 layers, micro-batches of 32, a send
-# of 32 x D bf16 numbers over InfiniBand at 50 GB/s in one step), a token passing both stages.
+# 8.10: 405B at batch 32. fp8 on TP8; bf16 on TP8 x PP2 (stages of 63 layers, micro-batches of 16, a send
+# of 16 x D bf16 numbers over InfiniBand at 50 GB/s in one step), a token passing both stages.
 def rates_405b():
     ctx = 2304
-    mem = ((P405 - V * D4) / 8 + 64 * ctx * KV405 / 8) / (HBM_BW["h100"] * GBW)
+    mem = ((P405 - V * D4) / 8 + 32 * ctx * KV405 / 8) / (HBM_BW["h100"] * GBW)
     scores = L4 * 4 * ctx * N4 * H
-    comp = ((fwd(ctx, False, L4, D4, N4, K, F4) - scores) / PEAK["h100-fp8"] + scores / PEAK["h100"]) * 64 / 8 / GCE
-    lat_fp8 = max(mem, comp) + 2 * L4 * nvlink_all_reduce(64 * D4 * 2, 8) + L4 * OVH["h100"]
-    mem = ((P405 - V * D4) * 2 / 8 / 2 + 32 * ctx * KV405 * 2 / (8 * 2)) / (HBM_BW["h100"] * GBW)
-    comp = fwd(ctx, False, L4, D4, N4, K, F4) * 32 / 16 / (PEAK["h100"] * GCE)
-    step = (max(mem, comp) + 2 * (L4 / 2) * nvlink_all_reduce(32 * D4 * 2, 8) + infiniband(32 * D4 * 2, 1)
+    comp = ((fwd(ctx, False, L4, D4, N4, K, F4) - scores) / PEAK["h100-fp8"] + scores / PEAK["h100"]) * 32 / 8 / GCE
+    lat_fp8 = max(mem, comp) + 2 * L4 * nvlink_all_reduce(32 * D4 * 2, 8) + L4 * OVH["h100"]
+    mem = ((P405 - V * D4) * 2 / 8 / 2 + 16 * ctx * KV405 * 2 / (8 * 2)) / (HBM_BW["h100"] * GBW)
+    comp = fwd(ctx, False, L4, D4, N4, K, F4) * 16 / 16 / (PEAK["h100"] * GCE)
+    step = (max(mem, comp) + 2 * (L4 / 2) * nvlink_all_reduce(16 * D4 * 2, 8) + infiniband(16 * D4 * 2, 1)
             + (L4 / 2) * OVH["h100"])
-    return 64 / lat_fp8 / 8, 64 / (2 * step) / 16
+    return 32 / lat_fp8 / 8, 32 / (2 * step) / 16
 
 
 # 8.11: DeepSeek-V3 on 8 H200 (fp8 weights, bf16 latent cache of 61 x (512 + 64) numbers per token). Total

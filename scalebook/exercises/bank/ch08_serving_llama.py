@@ -135,9 +135,9 @@ def continuous_output_cost(model, chip, tp, batch, prompt_len, output_len):
 
 
 @problem("8.10", title="405B: one fp8 node or two bf16 nodes", unit="",
-         model="llama3-405b", chip="h100", batch=64, prompt_len=2048, output_len=512,
+         model="llama3-405b", chip="h100", batch=32, prompt_len=2048, output_len=512,
          hint="fp8 on TP8: one step per token; bf16 on TP8 x PP2: each stage streams its half of the weights per "
-              "micro-batch of 32 and a token takes two stage steps; tokens/s per GPU = 64 / latency / GPUs")
+              "micro-batch of 16 and a token takes two stage steps; tokens/s per GPU = 32 / latency / GPUs")
 def layout_405b(model, chip, batch, prompt_len, output_len):
     rates = [_estimate(model, chip, d, batch, prompt_len, output_len).output_tokens_per_s_per_chip
              for d in (D(tp=8, weights="fp8", kv="fp8"), D(tp=8, pp=2))]
