@@ -275,6 +275,8 @@ class StepTime:
 
     @property
     def bound(self) -> str:
+        """The resource that limits the step: "compute", "memory" or "communication" (the fixed
+        per-layer overhead is no resource and never named here; compare `overhead_seconds`)."""
         comm = self.tp_seconds + self.ep_seconds + self.pp_seconds
         worst = max(self.compute_seconds, self.memory_seconds, comm)
         return "compute" if worst == self.compute_seconds else "memory" if worst == self.memory_seconds else "communication"

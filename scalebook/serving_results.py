@@ -263,13 +263,14 @@ class Prediction:
             part = f"{self.metric} {step.bound}-bound"
         comm = step.tp_seconds + step.ep_seconds + step.pp_seconds
         share = comm / step.seconds if step.seconds else 0.0
+        fixed = step.overhead_seconds / step.seconds if step.seconds else 0.0
         slow = "slower" if self.error > 0 else "faster"
         why = f"the {self.family.upper()} family's constants do not follow this shape"
         if self.implied_hbm_fraction > 0.9:
             why = (f"the reported time needs {100 * self.implied_hbm_fraction:.0f}% of peak HBM bandwidth for the "
                    "bytes the model counts")
         return (f"predicted {abs(100 * self.error):.0f}% {slow} than reported; {part}; collectives "
-                f"{100 * share:.0f}% of the step; {why}")
+                f"{100 * share:.0f}% and the fixed per-layer cost {100 * fixed:.0f}% of the step; {why}")
 
 
 def predict(result: PublishedServing, **efficiency) -> Prediction | None:

@@ -11,6 +11,9 @@ Writes scalebook/data/serving_efficiency.json, one set of constants per chip fam
   first-token latency of a 2,048-token prompt; for Mistral 7B the first-token latencies of 128- and
   2,048-token prompts), bandwidth and compute efficiency and a fixed time per layer of every
   forward pass together, by least squares on the log errors (`serving_results.fit_constants`).
+  One set for every GPU generation: fitting Ampere and Hopper apart (one overhead, two pairs of
+  efficiencies) drives the A100's HBM efficiency to the 100% edge of the grid, which no chip
+  reaches, so the fit rows do not support a split.
 
 Never more than a third of the results are `fit`; the rest are only predicted
 (`serving_results.validation_report`). Run after changing the inference model; the tests
