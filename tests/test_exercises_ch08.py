@@ -242,6 +242,27 @@ PALM62_FWD = 2 * 64 * (2 * 8192 * 8192 + 2 * 8192 * 256 + 3 * 8192 * 32768) + 64
 PALM62_LOGITS = 2 * 8192 * 256000  # the unembedding, needed at the last position of each prompt only
 
 
+# 8.16: speculation (a = 0.8, g = 4, c = 0.05) on 8 H100s in fp8 at the chat context of 2304 tokens.
+def step_70b_fp8(batch, tokens, ctx=2048 + 256):
+    """A step that handles `tokens` tokens per sequence: tokens x the FLOPs and the AllReduced activations,
+    the same reads and the same fixed time per layer."""
+    memory = ((P70 - V * DM) / 8 + batch * ctx * KV70 / 8) / (HBM_BW["h100"] * GBW)
+    scores = L * 4 * ctx * N * H
+    compute = tokens * ((fwd(ctx, causal=False) - scores) / PEAK["h100-fp8"] + scores / PEAK["h100"]) * batch / 8 / GCE
+    return max(memory, compute) + 2 * L * nvlink_all_reduce(tokens * batch * DM * 2, 8) + L * OVH["h100"]
+
+
+def speculation_break_even_70b():
+    tokens = (1 - 0.8 ** 5) / (1 - 0.8)
+    pays = [b for b in range(1, 1355) if tokens / (4 * 0.05 + step_70b_fp8(b, 5) / step_70b_fp8(b, 1)) > 1]
+    assert pays == list(range(1, len(pays) + 1))  # the speedup falls with the batch: one break-even
+    return pays[-1]
+
+
+def test_8_16_plain_step_is_the_decode_step():
+    assert step_70b_fp8(256, 1) == pytest.approx(decode_70b("h100", 8, 256, 1, 1))
+
+
 HAND = {
     "8.1": 16,
     "8.2": max_batch_70b("h100", 8, 1, 1, 8192, 7680),
@@ -264,6 +285,7 @@ HAND = {
     "8.14": (512 * 2048 * PALM62_FWD + 512 * PALM62_LOGITS) / 32 / (PEAK["tpu-v4p"] * CE),
     # 8.15: 405B with fp8 feed-forward weights only (llama3herd2024): 3 x 126 x 16384 x 53248 at 1 byte, the
     # rest at 2; per GPU of 8: 80 GB - weights / 8 - workspace(2048) over 2560 x KV405 x 2 B / 8.
+    "8.16": speculation_break_even_70b(),
     "8.15": math.floor((HBM["h100"] - (P405 * 2 - 3 * L4 * D4 * F4) / 8 - workspace(2048, 8, d=D4, f=F4))
                        / (2560 * KV405 * 2 / 8)),
 }

@@ -212,3 +212,19 @@ def meta_fp8_batch(model, chip, tp, prompt_len, output_len):
     d = D(tp=tp, weights="fp8", attention_weights="bf16", kv="bf16")  # fp8 MLP, everything else bf16
     return float(inf.max_batch(preset(model), chip=chip, deployment=d, context=prompt_len + output_len,
                                prompt_len=prompt_len))
+
+
+@problem("8.16", title="Up to what batch speculation pays", unit="",
+         model="llama3-70b", chip="h100", prompt_len=2048, output_len=512, acceptance_rate=0.8, draft_tokens=4,
+         draft_cost_ratio=0.05,
+         hint="speedup(B) = tokens per round / (g c + v(B)), v(B) = verify step / plain step at batch B: the "
+              "verify step does 5 x the FLOPs, reads the same bytes, AllReduces 5 x the activations and pays "
+              "the same fixed time per layer; find the largest B with a speedup above 1")
+def speculation_break_even(model, chip, prompt_len, output_len, acceptance_rate, draft_tokens, draft_cost_ratio):
+    b = serving.speculation_break_even_batch(preset(model), chip=chip, deployment=D(tp=8, weights="fp8", kv="fp8"),
+                                             prompt_len=prompt_len, output_len=output_len,
+                                             acceptance_rate=acceptance_rate, draft_tokens=draft_tokens,
+                                             draft_cost_ratio=draft_cost_ratio)
+    if not b:
+        raise Error("speculation pays at no batch, or at every batch that fits: no break-even to find")
+    return float(b)
