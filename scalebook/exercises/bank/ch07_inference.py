@@ -1,8 +1,9 @@
 """Answer keys of chapter 7 (inference): decode bounds, KV cache, quantisation, sharding, batching,
 speculative decoding, disaggregation and cost.
 
-Every problem that times a step states its efficiencies (`BW`, `CE` below) instead of taking the
-package's fitted defaults, so that its answer is pinned by its statement.
+Every problem that times a step states its efficiencies (`BW`, `CE` below) and leaves out the fitted
+fixed cost per layer, instead of taking the package's fitted defaults, so that its answer is pinned
+by its statement.
 """
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from ...errors import Error
 from ...models import preset
 from ..problem import problem
 
-#: Fraction of HBM bandwidth and of peak FLOP/s the problems assume.
+#: Fraction of HBM bandwidth and of peak FLOP/s the problems assume, and no fixed cost per layer
+#: (the package's fitted default adds one to every forward pass; the problems leave it out).
 BW, CE = 0.8, 0.6
-_EFF = dict(bandwidth_efficiency=BW, compute_efficiency=CE)
+_EFF = dict(bandwidth_efficiency=BW, compute_efficiency=CE, layer_overhead_seconds=0.0)
 
 
 def _decode(model, chip, deployment, batch, context):
@@ -43,25 +45,28 @@ def short_prompts(model, chip, batch, context):
     return _decode(model, chip, inf.Deployment(), batch, context).decode.seconds * 1e3
 
 
-@problem("7.3", title="Critical batch: fp8 against weight-only int8", unit="token",
-         chip="h100", options=("fp8", "int8"),
-         slips={2: "off by 2: weight-only int8 is converted to bf16 before the matmul, so the bf16 peak applies; "
-                   "fp8 runs on the fp8 tensor cores at twice the bf16 peak"},
+@problem("7.3", title="The effective critical batch of three 8-bit-or-less formats", unit="token",
+         chip="h200", options=("fp8", "int8", "int4"),
+         slips={2: "off by 2: weight-only int4 is converted to bf16 before the matmul, so the bf16 peak applies "
+                   "to half a byte per weight; fp8 runs on the fp8 tensor cores at twice the bf16 peak"},
          hint="B* = peak FLOP/s x bytes per weight / (2 x HBM bandwidth), with the peak of the dtype the "
-              "matmul actually runs in")
+              "matmul actually runs in; at 60% of peak and 80% of HBM the crossover moves to B* x 0.6 / 0.8")
 def critical_batch_choice(chip, options):
-    return min(inf.critical_decode_batch(chip, weights=w) for w in options)
+    return min(inf.critical_decode_batch(chip, weights=w) for w in options) * CE / BW
 
 
-@problem("7.4", title="Attention intensity with an fp8 KV cache", unit="FLOP/B",
-         model="llama3-70b", kv="fp8", context=8192,
-         hint="per cached token and layer: 4 N H FLOPs (scores and value mix) against 2 K H bytes x bytes per "
-              "element; the context and the batch cancel")
-def attention_intensity(model, kv, context):
+@problem("7.4", title="Attention intensity in prefill", unit="FLOP/B",
+         model="llama3-8b", prompt_len=1024,
+         hint="one layer, T queries over S = T keys: 4 N_q H S T FLOPs (every query sees every key) against "
+              "2 K H S bytes of keys and values read plus 2 N_q H T of queries read and outputs written, "
+              "all bf16")
+def prefill_attention_intensity(model, prompt_len):
     m = preset(model)
-    flops = tr.layer_flops_per_token(m, seq_len=context, causal=False).attention_score_flops
-    kv_bytes = tr.kv_cache(m, seq_len=context, dtype=kv).bytes_per_sequence / m.layers
-    return flops / kv_bytes
+    S = T = prompt_len
+    beta = 2  # bf16
+    flops = tr.layer_flops_per_token(m, seq_len=S, causal=False).attention_score_flops * T  # 4 N_q H S per query
+    bytes_ = beta * m.head_dim * (2 * m.kv_heads * S + 2 * m.heads * T)
+    return flops / bytes_
 
 
 @problem("7.5", title="Which KV dtype lets the batch fit", unit="",
@@ -109,12 +114,13 @@ def dtype_under_target(model, chip, tp, prompt_len, output_len, target_s, weight
     return max(rates)
 
 
-@problem("7.8", title="Speculative decoding speedup", unit="",
-         acceptance_rate=0.8, draft_tokens=4, draft_cost_ratio=0.05,
-         hint="tokens per round (1 - a^(g+1)) / (1 - a), over a round cost of g c + 1 target steps")
-def speculation(acceptance_rate, draft_tokens, draft_cost_ratio):
-    return serving.speculative_decoding(acceptance_rate=acceptance_rate, draft_tokens=draft_tokens,
-                                        draft_cost_ratio=draft_cost_ratio).speedup
+@problem("7.8", title="The best draft length", unit="",
+         acceptance_rate=0.7, draft_cost_ratio=0.1, candidates=(1, 2, 3, 4, 5, 6),
+         hint="for each g: tokens per round (1 - a^(g+1)) / (1 - a), over a round cost of g c + 1 target "
+              "steps; the extra token pays only while a^g, the chance of reaching it, exceeds what it costs")
+def speculation(acceptance_rate, draft_cost_ratio, candidates):
+    return max(serving.speculative_decoding(acceptance_rate=acceptance_rate, draft_tokens=g,
+                                            draft_cost_ratio=draft_cost_ratio).speedup for g in candidates)
 
 
 def verify_step_seconds(e: inf.ServingEstimate, tokens: int) -> float:
@@ -173,9 +179,9 @@ def mixtral_weight_reads(model, chip, tp, batch, context):
 
 
 @problem("7.13", title="KV per chip when tp exceeds the kv heads", unit="MB",
-         model="llama3-70b", tp=16, context=8192,
-         slips={2: "off by 2: with attention split by heads, 16 chips share 8 kv heads, so each kv head (and its "
-                   "cache) sits on two chips"},
+         model="llama3-405b", tp=32, context=4096,
+         slips={4: "off by 4: with attention split by heads, 32 chips share 8 kv heads, so each kv head (and its "
+                   "cache) sits on four chips"},
          hint="the head split gives each chip min(tp, K) of the cache's kv heads")
 def kv_when_tp_exceeds_k(model, tp, context):
     d = inf.Deployment(tp=tp, attention="heads")
@@ -215,10 +221,39 @@ def pipeline_or_fp8(model, chip, batch, prompt_len, output_len, layouts):
                                   output_len=output_len, **_EFF).per_token_latency_seconds for kw in layouts)
 
 
-@problem("7.16", title="When DeepSeek-V3's experts turn compute-bound", unit="token",
-         model="deepseek-v3", chip="h200", weights="fp8",
+@problem("7.16", title="When Mixtral's experts turn compute-bound", unit="token",
+         model="mixtral-8x7b", chip="h100", weights="bf16",
          hint="each routed expert sees B k / E of the batch's B tokens; it is compute-bound once that reaches "
-              "the chip's critical batch for fp8 weights")
+              "the chip's critical batch for the weights' format")
 def moe_critical_batch(model, chip, weights):
     m = preset(model)
     return inf.critical_decode_batch(chip, weights=weights) * m.routed_experts / m.experts_per_token
+
+
+@problem("7.17", title="1D or 2D weight-stationary on 128 chips", unit="",
+         model="llama3-70b", chip="tpu-v5e", n_chips=128, batch=64, n_axes=3,
+         hint="1D over three axes moves 4 B D / (3 W) per MLP block whatever the chip count; 2D at its best "
+              "split X = sqrt(N D / (2 F)) moves 2 B D / (X W) + 4 B F / ((N / X) W); give 1D over 2D")
+def weight_stationary_ratio(model, chip, n_chips, batch, n_axes):
+    from ...hardware import chip as get_chip
+    from ...rules_of_thumb import inference as rot
+
+    m, w = preset(model), get_chip(chip).collective_bytes_per_s
+    one = rot.weight_stationary_1d_comm_seconds(batch=batch, d_model=m.d_model, ici_bytes_per_s=w, n_axes=n_axes)
+    two = rot.weight_stationary_2d_comm_seconds(batch=batch, d_model=m.d_model, d_ff=m.d_ff, chips=n_chips,
+                                                ici_bytes_per_s=w)
+    return one / two
+
+
+@problem("7.18", title="Reload a conversation's cache or prefill it again", unit="",
+         model="llama3-70b", chip="h100", tp=8, context=16384,
+         hint="reload: the bf16 cache of the whole context, each of the 8 GPUs pulling its eighth over its own "
+              "host link; recompute: the prefill of the context under the page's conventions; give recompute "
+              "over reload")
+def reload_or_recompute(model, chip, tp, context):
+    from ...hardware import chip as get_chip
+
+    m, c = preset(model), get_chip(chip)
+    reload = tr.kv_cache(m, seq_len=context).bytes_per_sequence / (tp * c.pcie_bytes_per_s)
+    e = inf.estimate(m, chip=chip, deployment=inf.Deployment(tp=tp), batch=1, prompt_len=context, output_len=1, **_EFF)
+    return e.prefill_seconds / reload

@@ -56,8 +56,8 @@ def longest_context(model, chip, tp, batch, chunk):
     return lo
 
 
-@problem("8.4", title="The latency floor of eight v5e chips", unit="ms",
-         model="llama3-70b", chip="tpu-v5e", tp=8,
+@problem("8.4", title="The latency floor of eight v6e chips", unit="ms",
+         model="llama3-70b", chip="tpu-v6e", tp=8,
          hint="every chip streams its share of the int8 weights once per step; divide by the HBM bandwidth")
 def latency_floor(model, chip, tp):
     return inf.weights_per_chip(preset(model), D(tp=tp, weights="int8")) / hardware.chip(chip).hbm_bytes_per_s * 1e3
@@ -67,7 +67,8 @@ def latency_floor(model, chip, tp):
          model="llama3-70b", chip="h100", candidates=(1, 2, 4, 8), batch=64, prompt_len=2048, output_len=512,
          target_s=0.025,
          hint="per tp: the HBM time of weights / tp plus 64 caches at the average context, plus 160 AllReduces of "
-              "64 x D activations (latency-bound: 2 (tp - 1) hops); the smallest tp that fits and meets 25 ms")
+              "64 x D activations (latency-bound: 2 (tp - 1) hops), plus the fitted fixed time of each of the 80 "
+              "layers, which no tp shrinks; the smallest tp that fits and meets 25 ms")
 def choose_tp(model, chip, candidates, batch, prompt_len, output_len, target_s):
     m = preset(model)
     for t in candidates:
@@ -115,8 +116,10 @@ def int4_pays(model, chip, prompt_len, output_len):
     return min(costs)
 
 
-@problem("8.8", title="When a v6e decode turns compute-bound", unit="token", chip="tpu-v6e", weights="int8",
-         hint="peak bf16 FLOP/s x 1 byte per weight / (2 x HBM bandwidth): int8 weights are upcast for the matmul")
+@problem("8.8", title="When a v6e decode with int4 weights turns compute-bound", unit="token", chip="tpu-v6e",
+         weights="int4",
+         hint="peak bf16 FLOP/s x half a byte per weight / (2 x HBM bandwidth): int4 weights are upcast for the "
+              "matmul")
 def critical_batch_v6e(chip, weights):
     return inf.critical_decode_batch(chip, weights=weights)
 
@@ -132,9 +135,9 @@ def continuous_output_cost(model, chip, tp, batch, prompt_len, output_len):
 
 
 @problem("8.10", title="405B: one fp8 node or two bf16 nodes", unit="",
-         model="llama3-405b", chip="h100", batch=64, prompt_len=2048, output_len=512,
+         model="llama3-405b", chip="h100", batch=32, prompt_len=2048, output_len=512,
          hint="fp8 on TP8: one step per token; bf16 on TP8 x PP2: each stage streams its half of the weights per "
-              "micro-batch of 32 and a token takes two stage steps; tokens/s per GPU = 64 / latency / GPUs")
+              "micro-batch of 16 and a token takes two stage steps; tokens/s per GPU = 32 / latency / GPUs")
 def layout_405b(model, chip, batch, prompt_len, output_len):
     rates = [_estimate(model, chip, d, batch, prompt_len, output_len).output_tokens_per_s_per_chip
              for d in (D(tp=8, weights="fp8", kv="fp8"), D(tp=8, pp=2))]
@@ -142,7 +145,7 @@ def layout_405b(model, chip, batch, prompt_len, output_len):
 
 
 @problem("8.11", title="Expert or tensor parallelism for DeepSeek-V3", unit="",
-         model="deepseek-v3", chip="h200", prompt_len=2048, output_len=512,
+         model="deepseek-v3", chip="h200", prompt_len=8192, output_len=1024,
          hint="TP8 holds 1/8 of every weight but a whole latent cache per request on every chip; EP8 holds the dense "
               "part whole and 1/8 of the routed experts, and each group caches only its own requests")
 def ep_or_tp(model, chip, prompt_len, output_len):
@@ -198,3 +201,30 @@ def palm_prefill(result):
                      batch=r.batch, prompt_len=r.prompt_len, output_len=r.output_len)
     step = e.prefill_batch
     return max(step.compute_seconds, step.memory_seconds)
+
+
+@problem("8.15", title="Meta's fp8 recipe on one H100 node", unit="",
+         model="llama3-405b", chip="h100", tp=8, prompt_len=2048, output_len=512,
+         hint="Meta quantised only the feed-forward weights to fp8 (3 L D F parameters at 1 byte); everything "
+              "else stays bf16. Per GPU: HBM - weights / 8 - the 2048-token prefill workspace, over one request's "
+              "bf16 cache per GPU (2 L K H x 2 bytes x 2560 tokens / 8), rounded down")
+def meta_fp8_batch(model, chip, tp, prompt_len, output_len):
+    d = D(tp=tp, weights="fp8", attention_weights="bf16", kv="bf16")  # fp8 MLP, everything else bf16
+    return float(inf.max_batch(preset(model), chip=chip, deployment=d, context=prompt_len + output_len,
+                               prompt_len=prompt_len))
+
+
+@problem("8.16", title="Up to what batch speculation pays", unit="",
+         model="llama3-70b", chip="h100", prompt_len=2048, output_len=512, acceptance_rate=0.8, draft_tokens=4,
+         draft_cost_ratio=0.05,
+         hint="speedup(B) = tokens per round / (g c + v(B)), v(B) = verify step / plain step at batch B: the "
+              "verify step does 5 x the FLOPs, reads the same bytes, AllReduces 5 x the activations and pays "
+              "the same fixed time per layer; find the largest B with a speedup above 1")
+def speculation_break_even(model, chip, prompt_len, output_len, acceptance_rate, draft_tokens, draft_cost_ratio):
+    b = serving.speculation_break_even_batch(preset(model), chip=chip, deployment=D(tp=8, weights="fp8", kv="fp8"),
+                                             prompt_len=prompt_len, output_len=output_len,
+                                             acceptance_rate=acceptance_rate, draft_tokens=draft_tokens,
+                                             draft_cost_ratio=draft_cost_ratio)
+    if not b:
+        raise Error("speculation pays at no batch, or at every batch that fits: no break-even to find")
+    return float(b)
