@@ -130,13 +130,15 @@ def test_labels_and_aliases_name_the_same_collective():
 # An H100 cluster of 4 nodes: X = 8 GPUs on NVLink (450 GB/s), Y = 4 nodes on InfiniBand
 # (50 GB/s per GPU). A collective over both runs one stage per network; the IB stage carries
 # V / 8 per GPU (the node's 8 GPUs share the array), and the slower stage sets the time.
+# AllGather and ReduceScatter run NCCL's flat ring over all 32 ranks: N - 1 = 31 steps, of
+# which nodes - 1 = 3 cross InfiniBand and 28 stay on NVLink (NCCL 2.30.7 tuning.cc).
 CLUSTER = topology.gpu_cluster("h100", nodes=4)
 
 
 @pytest.mark.parametrize("kind, seconds, w, hops", [
     # NVLink at NCCL's usable 0.824 of 450 GB/s: stage 2.36 ms > IB 0.94 ms
-    ("all-gather", 1e9 * 7 / (8 * 450e9 * 0.824), 450e9 * 0.824, 7 + 3),
-    ("reduce-scatter", 1e9 * 7 / (8 * 450e9 * 0.824), 450e9 * 0.824, 7 + 3),
+    ("all-gather", 1e9 * 7 / (8 * 450e9 * 0.824), 450e9 * 0.824, 31),
+    ("reduce-scatter", 1e9 * 7 / (8 * 450e9 * 0.824), 450e9 * 0.824, 31),
     ("all-reduce", 2e9 * 7 / (8 * 450e9 * 0.824), 450e9 * 0.824, 14 + 6),
     ("all-to-all", (1e9 / 8) * 3 / (16 * 50e9), 50e9, 1 + 1),  # IB stage 0.47 ms > NVLink 0.24 ms
     ("collective-permute", (1e9 / 8) / (4 * 50e9), 50e9, 1 + 1),
@@ -208,24 +210,25 @@ def test_kind_names_may_be_written_with_spaces():
 
 
 def test_each_stage_pays_its_own_networks_step_latency():
-    # AllGather over 4 H100 nodes: 7 NVLink steps of 3.4 us and 3 InfiniBand steps of 14 us
+    # AllGather over 4 H100 nodes, NCCL's flat ring: 28 NVLink steps of 3.4 us, 3 InfiniBand of 14 us
     c = col.cost("all-gather", CLUSTER, axes=["X", "Y"], bytes_=V)
-    assert c.latency_seconds == pytest.approx(7 * 3.4e-6 + 3 * 14e-6, rel=1e-12)
+    assert c.latency_seconds == pytest.approx(28 * 3.4e-6 + 3 * 14e-6, rel=1e-12)
 
 
 def test_a_given_hop_latency_prices_every_step_alike():
     c = col.cost("all-gather", CLUSTER, axes=["X", "Y"], bytes_=V, hop_latency_seconds=1e-6)
-    assert c.latency_seconds == pytest.approx(10e-6, rel=1e-12)
+    assert c.latency_seconds == pytest.approx(31e-6, rel=1e-12)  # the flat ring's N - 1 steps
 
 
 def test_small_fsdp_gathers_across_nodes_are_latency_bound_and_take_nccls_ll_protocol():
     # 64 KB over 4 nodes x 8 GPUs. LL (NCCL 2.30.7: 0.6 us per NVLink step, 2.7 us per network step,
     # half the bandwidth): NVLink bytes 64e3 * 7/8 / (0.824 * 450e9) / 0.5 = 0.30 us (> InfiniBand
-    # 64e3/8 * 3/4 / 50e9 / 0.5 = 0.24 us), steps 7 x 0.6 + 3 x 2.7 = 12.3 us. Simple would take
-    # 7 x 3.4 + 3 x 14 = 65.8 us of latency, LL128 7 x 1.9 + 3 x 4.0 = 25.3 us.
+    # 64e3/8 * 3/4 / 50e9 / 0.5 = 0.24 us); the flat ring's 31 steps, 28 on NVLink and 3 across
+    # nodes: 28 x 0.6 + 3 x 2.7 = 24.9 us. Simple would take 28 x 3.4 + 3 x 14 = 137.2 us of
+    # latency, LL128 28 x 1.9 + 3 x 4.0 = 65.2 us.
     c = col.cost("all-gather", CLUSTER, axes=["X", "Y"], bytes_=64e3)
     assert (c.regime, c.protocol) == ("latency", "LL")
-    assert c.seconds == pytest.approx(12.3e-6 + 64e3 * 7 / 8 / (0.824 * 450e9) / 0.5, rel=1e-9)
+    assert c.seconds == pytest.approx(24.9e-6 + 64e3 * 7 / 8 / (0.824 * 450e9) / 0.5, rel=1e-9)
 
 
 def test_a_mid_sized_allreduce_in_a_node_takes_ll128():
