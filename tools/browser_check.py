@@ -137,6 +137,17 @@ OVERFLOW_JS = """() => {
 LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))"""
 
 
+def _idle(page, timeout_ms: int = 90000) -> None:
+    """Wait until the page stops loading (fonts, MathJax's pieces); on a busy machine that can take
+    a while, and a page still fetching after `timeout_ms` is checked as it stands."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_load_state("networkidle", timeout=timeout_ms)
+    except PlaywrightTimeout:
+        pass
+
+
 def check_page(page, base: str, name: str, problems: list[str], anchors: dict, column_px: int) -> None:
     url = base + name + ".html"
     page.goto(url, wait_until="load")
@@ -146,7 +157,7 @@ def check_page(page, base: str, name: str, problems: list[str], anchors: dict, c
                            timeout=30000)
     page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise"
                   " ? MathJax.startup.promise.then(() => true) : true")
-    page.wait_for_load_state("networkidle")
+    _idle(page)
     math = page.evaluate(MATH_JS)
     if math["mathNodes"] and not math["rendered"]:
         problems.append(f"{name}: {math['mathNodes']} math elements but no MathJax output")
@@ -188,7 +199,7 @@ def check_layout(page, base: str, name: str, problems: list[str], width: int, lo
     the text column except inside a box that scrolls sideways."""
     if load:
         page.goto(base + name + ".html", wait_until="load", timeout=120000)
-        page.wait_for_load_state("networkidle", timeout=120000)
+        _idle(page)
         page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise"
                       " ? MathJax.startup.promise.then(() => true) : true")
     found = page.evaluate(OVERFLOW_JS)
@@ -203,7 +214,7 @@ def check_layout(page, base: str, name: str, problems: list[str], width: int, lo
 def check_solutions(page, base: str, name: str, problems: list[str]) -> None:
     """Every solution of a problem page is closed, and opens when its toggle is clicked."""
     page.goto(base + name + ".html", wait_until="load")
-    page.wait_for_load_state("networkidle")
+    _idle(page)
     sols = page.locator(".solution.dropdown")
     n = sols.count()
     if n == 0:
@@ -277,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                 current["name"] = name
                 if column is None:
                     page.goto(base + name + ".html", wait_until="load")
-                    page.wait_for_load_state("networkidle")
+                    _idle(page)
                     column = page.evaluate(MATH_JS)["column"] or None
                     if column is not None and column < COLUMN_PX:
                         problems.append(f"cell outputs are {column} px wide, narrower than the "
