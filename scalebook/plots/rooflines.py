@@ -86,6 +86,8 @@ def roofline(
                         fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    # room above the highest roof for the knee labels (they would cross the frame)
+    ax.set_ylim(top=max(c.peak_flops_per_s(c.compute_dtype(dtype)) for c in cs) * 4)
     ax.set_xlabel(f"arithmetic intensity (FLOPs per {'HBM' if link == 'hbm' else link.upper()} byte)")
     ax.set_ylabel("attainable FLOP/s")
     ax.set_title("Roofline: the slope is bandwidth, the flat roof is peak compute", fontsize=10)

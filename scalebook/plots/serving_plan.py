@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from .. import hardware
 from .. import inference as inf
 from .. import serving
 from ..errors import Error, require_positive
@@ -120,12 +121,13 @@ def memory_stack(model: "Transformer | str", *, chip: str, deployment: inf.Deplo
             ax.text(i, bottom, "does\nnot fit", ha="center", va="bottom", fontsize=9, color="#c44e52")
     hbm = mems[0].hbm_bytes / 1e9
     ax.axhline(hbm, color="k", lw=1, ls="--")
-    ax.text(len(mems) - 0.5, hbm, f"HBM {hbm:g} GB", ha="right", va="bottom", fontsize=9)
+    ax.text(0.98, hbm, f"HBM {hbm:g} GB", ha="right", va="bottom", fontsize=9, transform=ax.get_yaxis_transform())
     ax.set_xticks(range(len(points)), [f"B={b:,}\nC={c:,}" for b, c in points], fontsize=9)
     ax.set_ylabel("GB per chip")
     top = max(m_.bytes for m_ in mems) / 1e9
     ax.set_ylim(0, max(top, hbm) * 1.22)
-    ax.set_title(title or f"{m.name} on {deployment.chips} {chip}, {deployment.label()}", fontsize=10)
+    shown = hardware.chip(chip).display_name
+    ax.set_title(title or f"{m.name} on {deployment.chips} {shown}, {deployment.label()}", fontsize=10)
     ax.legend(fontsize=9, loc="upper left")
     fig.tight_layout()
     return fig
@@ -334,7 +336,7 @@ def serving_errors(rows: "Sequence[Mapping]", *, ax=None):
         raise Error("serving_errors needs at least one row")
     fig, ax = axes(ax, (9.5, 0.42 * len(rows) + 2.0))
     errs = [100 * r["error"] for r in rows]
-    span = max(30.0, 1.25 * max(abs(e) for e in errs))
+    span = max(30.0, 1.4 * max(abs(e) for e in errs))  # room for the longest bar's label
     ax.axvspan(-25, 25, color="#eeeeee", zorder=0)
     ax.axvline(0, color="k", lw=0.8)
     for i, (r, e) in enumerate(zip(rows, errs)):

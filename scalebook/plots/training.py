@@ -128,7 +128,7 @@ def critical_batch_vs_chips(chip: str = "tpu-v5p", model: "Transformer | str" = 
     ax.set_ylim(y_lo, y_hi)
     ax.set_xlabel("chips")
     ax.set_ylabel("tokens per chip per step")
-    ax.set_title(f"{m.name} on {c.name}: batch per chip to stay compute-bound", fontsize=10)
+    ax.set_title(f"{m.name} on {c.display_name}: batch per chip to stay compute-bound", fontsize=10)
     ax.legend(fontsize=9, loc="lower left")
     fig.tight_layout()
     return fig
@@ -179,7 +179,7 @@ def compute_vs_comm(model: "Transformer | str" = "llama3-70b", *, chip: str = "t
     ax.set_yscale("log")
     ax.set_xlabel("tokens per chip per step")
     ax.set_ylabel("seconds per step")
-    ax.set_title(f"{m.name}, {s.label()} on {chips} {_chip(chip).name}", fontsize=10)
+    ax.set_title(f"{m.name}, {s.label()} on {chips} {_chip(chip).display_name}", fontsize=10)
     ax.legend(fontsize=9, loc="lower right")
     fig.tight_layout()
     return fig
@@ -426,7 +426,7 @@ def pipeline_bubble(model: "Transformer | str" = "llama3-8b", *, stages: Sequenc
     ax.set_xlabel("microbatches per step")
     ax.set_ylabel("bubble, % of the step")
     ax.set_ylim(0, 100)
-    ax.set_title(f"Pipeline bubble ({m.name} on {_chip(chip).name})", fontsize=10)
+    ax.set_title(f"Pipeline bubble ({m.name} on {_chip(chip).display_name})", fontsize=10)
     ax.legend(fontsize=9, ncol=2)
     fig.tight_layout()
     return fig
@@ -486,7 +486,7 @@ def strategy_map(models: Sequence["Transformer | str"] = ("llama3-8b", "llama3-7
     ax.set_ylim(len(ms), 0)
     ax.set_xticks([i + 0.5 for i in range(len(chips))], [f"{n:,}" for n in chips], fontsize=9)
     ax.set_yticks([i + 0.5 for i in range(len(ms))], [m.name for m in ms], fontsize=9)
-    ax.set_xlabel(f"{_chip(chip).name} chips")
+    ax.set_xlabel(f"{_chip(chip).display_name} chips")
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)

@@ -120,7 +120,10 @@ def plan_map(grid: "Mapping[tuple[str, int], training.TrainingEstimate | None] |
                     opts.append(e.strategy.remat)
                 if e.strategy.virtual_stages > 1:
                     opts.append(f"v{e.strategy.virtual_stages}")
-                text = (f"{_degrees(e.strategy)}\n{', '.join(opts)}\n"
+                parts = _degrees(e.strategy).split(" x ")
+                degrees = " x ".join(parts) if len(parts) <= 3 else (
+                    " x ".join(parts[:3]) + " x\n" + " x ".join(parts[3:]))  # fits its cell
+                text = (f"{degrees}\n{', '.join(opts)}\n"
                         f"MFU {100 * e.mfu:.0f}%, {e.days(tokens):.3g} days")
             ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=9)
     ax.set_xlim(0, len(counts))
@@ -133,7 +136,7 @@ def plan_map(grid: "Mapping[tuple[str, int], training.TrainingEstimate | None] |
     some = next(e for e in grid.values() if e is not None) if any(e is not None for e in grid.values()) else None
     title = "Fastest layout found by plan()"
     if some is not None:
-        title += f" on {some.chip.name}, batch {some.batch_tokens / 2**20:g}M tokens of {some.seq_len}"
+        title += f" on {some.chip.display_name}, batch {some.batch_tokens / 2**20:g}M tokens of {some.seq_len}"
     ax.set_title(title, fontsize=11)
     handles = [Patch(facecolor=color[f], label=f) for f in families]
     if handles:
