@@ -22,6 +22,8 @@
   button) are left out of the pages, and the theme's colour mode is set so its script logs no error.
 - **Colab buttons only to notebooks.** A page without a generated `.ipynb` beside its source
   (the hardware and CLI reference pages) gets no Colab button.
+- **API pages.** `tools/site/api_pages.py` (re)writes `book/api.md` and one page per module
+  under `book/api/` before the sources are read, so a new module gets its page.
 - **Book CSS.** `book/_static/scalebook.css` (wide outputs scroll inside their cell, tables).
 """
 from __future__ import annotations
@@ -293,9 +295,21 @@ def _alt_text(app, doctree) -> None:
                      location=img)
 
 
+def _write_api_pages(app, config) -> None:
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("scalebook_api_pages", ROOT / "tools" / "site" / "api_pages.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    mod.write()
+
+
 def setup(app):
     _register_bib_style()
     app.connect("config-inited", _serve_mathjax)
+    app.connect("config-inited", _write_api_pages)
     app.connect("doctree-read", _alt_text)
     app.connect("html-page-context", _drop_thebe, priority=900)
     app.connect("html-page-context", _drop_colab_without_notebook, priority=900)
