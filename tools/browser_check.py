@@ -3,6 +3,7 @@
 
     python tools/browser_check.py                    # checks _build/html
     python tools/browser_check.py --screenshots docs # also writes the README's screenshots
+                                                     # (chapter and problem page, 1280 and 390 px)
 
 Needs Debian's `chromium` and the `playwright` Python package (it drives the system browser; no
 browser download): `sh tools/install_browser.sh PYTHON` installs both. The site is served from a
@@ -240,7 +241,8 @@ def check_solutions(page, base: str, name: str, problems: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--html", type=Path, default=HTML)
-    ap.add_argument("--screenshots", type=Path, help="write chapter.png and problems.png into this folder")
+    ap.add_argument("--screenshots", type=Path, help="write chapter.png, problems.png and their -phone.png "
+                    "versions (390 px) into this folder")
     ap.add_argument("--pages", nargs="*", help="only these pages (paths without suffix)")
     args = ap.parse_args(argv)
     try:
@@ -308,17 +310,22 @@ def main(argv: list[str] | None = None) -> int:
                 check_layout(small, base, name, problems, PHONE["width"])
             if args.screenshots:
                 args.screenshots.mkdir(parents=True, exist_ok=True)
-                shots = {"chapter.png": "chapters/01-rooflines", "problems.png": "exercises/01-rooflines"}
-                for file, name in shots.items():
-                    current["name"] = name
-                    page.goto(base + name + ".html", wait_until="networkidle")
-                    if name.startswith("exercises/"):
-                        page.locator(".solution.dropdown button.toggle-button").first.click()
-                    else:  # the first figure, with the prose and formulas around it
-                        page.locator("main .cell_output img").first.evaluate(
-                            "el => el.scrollIntoView({block: 'center'})")
-                    page.wait_for_timeout(500)
-                    page.screenshot(path=str(args.screenshots / file))
+                shots = {"chapter": "chapters/01-rooflines", "problems": "exercises/01-rooflines"}
+                for suffix, pg in (("", page), ("-phone", small)):
+                    for file, name in shots.items():
+                        current["name"] = name
+                        pg.goto(base + name + ".html", wait_until="load")
+                        _idle(pg)
+                        if name.startswith("exercises/"):
+                            button = pg.locator(".solution.dropdown button.toggle-button").first
+                            button.scroll_into_view_if_needed()
+                            button.click()
+                            button.evaluate("el => el.scrollIntoView({block: 'start'})")
+                        else:  # the first figure, with the prose and formulas around it
+                            pg.locator("main .cell_output img").first.evaluate(
+                                "el => el.scrollIntoView({block: 'center'})")
+                        pg.wait_for_timeout(500)
+                        pg.screenshot(path=str(args.screenshots / f"{file}{suffix}.png"))
             browser.close()
     finally:
         server.shutdown()
