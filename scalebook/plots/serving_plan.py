@@ -221,22 +221,27 @@ def cost_rows(model: "Transformer | str", cases: "Mapping[str, tuple[str, inf.De
 
 
 def serving_cost(rows: "Sequence[Mapping]", *, ax=None):
-    """Grouped bars: USD per million input tokens and per million output tokens for each row of `cost_rows`."""
+    """Grouped bars: USD per million input tokens and per million output tokens for each row of `cost_rows`.
+
+    One row of two horizontal bars per deployment, its name and price on the left: the figure
+    keeps the column's width however many deployments it compares, so no label runs into another.
+    """
     if not rows:
         raise Error("serving_cost needs at least one row")
-    fig, ax = axes(ax, (max(6.5, 1.25 * len(rows) + 2.5), 4.6))
-    width = 0.38
-    for i, r in enumerate(rows):
-        ax.bar(i - width / 2, r["usd_input"], width, color="#8172b3", label="input tokens" if i == 0 else None)
-        ax.bar(i + width / 2, r["usd_output"], width, color="#55a868", label="output tokens" if i == 0 else None)
-        for dx, v in ((-width / 2, r["usd_input"]), (width / 2, r["usd_output"])):
-            ax.text(i + dx, v, f"${v:.2f}", ha="center", va="bottom", fontsize=9)
-    ax.set_xticks(range(len(rows)), [f"{r['label']}\n${r['price']:g}/chip-h" for r in rows], fontsize=9)
-    ax.set_ylabel("USD per million tokens")
+    fig, ax = axes(ax, (6.4, 0.75 * len(rows) + 1.6))
+    height = 0.38
     top = max(max(r["usd_input"], r["usd_output"]) for r in rows)
-    ax.set_ylim(0, top * 1.2)
+    for i, r in enumerate(rows):
+        ax.barh(i - height / 2, r["usd_input"], height, color="#8172b3", label="input tokens" if i == 0 else None)
+        ax.barh(i + height / 2, r["usd_output"], height, color="#55a868", label="output tokens" if i == 0 else None)
+        for dy, v in ((-height / 2, r["usd_input"]), (height / 2, r["usd_output"])):
+            ax.text(v + 0.01 * top, i + dy, f"${v:.2f}", ha="left", va="center", fontsize=9)
+    ax.set_yticks(range(len(rows)), [f"{r['label']}, ${r['price']:g}/chip-h" for r in rows], fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlabel("USD per million tokens")
+    ax.set_xlim(0, top * 1.3)  # room for the value labels
     ax.set_title("Cost per million tokens under continuous batching", fontsize=10)
-    ax.legend(fontsize=9, loc="upper right")
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     fig.tight_layout()
     return fig
 

@@ -109,9 +109,10 @@ def critical_batch_vs_chips(chip: str = "tpu-v5p", model: "Transformer | str" = 
     for i, b in enumerate(global_batch_tokens):
         ax.plot([lo, hi], [b / lo, b / hi], ls="--", color="0.35", lw=1.0)
         x_text = min(max(b / (y_lo * y_hi) ** 0.5, lo), hi)  # where the diagonal is mid-height
+        right = math.log(x_text / lo) > 0.55 * math.log(hi / lo) if hi > lo else False  # keep it in the frame
         ax.annotate(f"{_tokens(b)} tokens per step,\nspread over the chips", xy=(x_text, b / x_text),
-                    xytext=(6, 6 + 22 * i), textcoords="offset points", ha="left", va="bottom", fontsize=9,
-                    color="0.25")
+                    xytext=(-6 if right else 6, 6 + 22 * i), textcoords="offset points",
+                    ha="right" if right else "left", va="bottom", fontsize=9, color="0.25")
     if c.is_tpu:
         per = (math.prod(int(d) for d in slice_shape.lower().split("x")) if slice_shape
                else math.prod(int(d) for d in c.pod_topology.split("x")))

@@ -159,7 +159,7 @@ def plan_breakdown(estimates: "Mapping[str, training.TrainingEstimate]", *, ax=N
         if not isinstance(e, training.TrainingEstimate):
             raise Error(f"estimates[{k!r}] must be a TrainingEstimate, got {type(e).__name__}")
     labels = list(estimates)
-    fig, ax = axes(ax, (9, 0.55 * len(labels) + 1.9))
+    fig, ax = axes(ax, (6.4, 0.55 * len(labels) + 2.3))  # the column's width: shown at its own size
     seen: set[str] = set()
     longest = max(e.step_seconds for e in estimates.values())
     for i, label in enumerate(labels):
@@ -173,9 +173,12 @@ def plan_breakdown(estimates: "Mapping[str, training.TrainingEstimate]", *, ax=N
         ax.text(left + 0.01 * longest, i, f"MFU {100 * e.mfu:.0f}%", va="center", fontsize=9)
     ax.set_yticks(range(len(labels)), labels, fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlim(0, longest * 1.18)
+    ax.set_xlim(0, longest * 1.25)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(5))  # few enough ticks that their labels never touch
     ax.set_title("Where a training step's time goes (seconds per step)", fontsize=11)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=4, fontsize=9, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=9, frameon=False)
     fig.tight_layout()
     return fig
 
