@@ -82,14 +82,14 @@ def figure_problems(log: Path = FIGURE_LOG, html_dir: Path = HTML) -> dict[str, 
     A figure is matched to its page by its description, which is the image's alt text there."""
     if not log.exists():
         return {}
-    pages = {p: (html_dir / f"{p}.html").read_text(encoding="utf-8") for p in toc_pages()
+    pages = {p: html_lib.unescape((html_dir / f"{p}.html").read_text(encoding="utf-8")) for p in toc_pages()
              if (html_dir / f"{p}.html").exists()}
     out: dict[str, list[str]] = {}
     for line in log.read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
         if not rec["problems"]:
             continue
-        start = html_lib.escape(rec["figure"][:80], quote=True)
+        start = rec["figure"][:80]
         page = next((p for p, text in pages.items() if start in text), "a page")
         out.setdefault(page, []).extend(f"figure '{rec['figure'][:60]}...': {p}" for p in rec["problems"])
     return out
