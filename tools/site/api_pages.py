@@ -52,6 +52,8 @@ PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 INTERNAL = {
     "scalebook.commands": "the command line's subcommands: `register` and `run` plumbing that `scalebook.cli` "
                           "calls; what each command does is the CLI reference's (book/cli.md)",
+    "scalebook.exercises.problem": "its public names (`Problem`, `problem`) are re-exported and documented on "
+                                   "`scalebook.exercises`' page, where the function `problem` shares the module's name",
 }
 
 
