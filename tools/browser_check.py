@@ -46,10 +46,17 @@ PHONE = {"width": 390, "height": 844}
 
 
 def toc_pages() -> list[str]:
-    """Every `file:` entry of _toc.yml plus the root, as paths without suffix."""
+    """Every `file:` entry of _toc.yml, the pages each `glob:` entry matches, and the root, as
+    paths without suffix."""
     text = (ROOT / "_toc.yml").read_text()
     root = re.search(r"^root:\s*(\S+)", text, re.M).group(1)
-    return [root] + re.findall(r"file:\s*(\S+)", text)
+    pages = [root]
+    for kind, value in re.findall(r"\b(file|glob):\s*(\S+)", text):
+        if kind == "file":
+            pages.append(value)
+        else:  # a glob entry (the API reference's module pages): the sources it matches
+            pages += sorted(str(p.relative_to(ROOT).with_suffix("")) for p in ROOT.glob(value + ".md"))
+    return pages
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

@@ -9,8 +9,8 @@
 - **Weight.** The theme's 1.5 MB icon script (`scripts/fontawesome.js`, which redraws the icons
   the theme's CSS already draws with its web fonts) and the source maps are left out of the site.
 - **Search.** Result snippets are read from the page without its code cells, and math shows as
-  its TeX without the `\\(` `\\)` delimiters (`_static/scalebook-search.js`); the sidebar's
-  second search box is left out (the header's search button stays).
+  its TeX without the `\\(` `\\)` delimiters (`_static/scalebook-search.js`). On the search
+  page the sidebar's search field is hidden (the page has its own box; `scalebook.css`).
 - **Author-year bibliography.** A pybtex style `authoryear` labels each entry "Williams et al.,
   2009" (with a letter where two entries would share it: "NVIDIA, 2024b") and sorts by author,
   year, title; `_config.yml` makes it the default style. The in-text citations print that same
