@@ -93,3 +93,10 @@ def test_new_modules_find_their_part(name, part):
 def test_the_summary_is_the_first_sentence_of_the_docstring():
     assert api.summary("scalebook.roofline").startswith("Rooflines: how long an operation takes")
     assert api.summary("scalebook.roofline").endswith(".") and "\n" not in api.summary("scalebook.roofline")
+
+
+def test_a_package_leaves_re_exported_names_to_their_module_page_and_says_where():
+    text = api.page("scalebook.exercises", {})
+    assert "   :exclude-members: Problem, problem\n" in text
+    assert "[`scalebook.exercises.problem`](scalebook.exercises.problem.md)" in text
+    assert "scalebook.exercises.problem" in api.modules()

@@ -52,9 +52,12 @@ PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 INTERNAL = {
     "scalebook.commands": "the command line's subcommands: `register` and `run` plumbing that `scalebook.cli` "
                           "calls; what each command does is the CLI reference's (book/cli.md)",
-    "scalebook.exercises.problem": "its public names (`Problem`, `problem`) are re-exported and documented on "
-                                   "`scalebook.exercises`' page, where the function `problem` shares the module's name",
 }
+
+#: Re-exported names a package's page leaves to the page of the module that defines them, with a
+#: note saying where they are (`scalebook.exercises.problem` the function would otherwise clash
+#: with `scalebook.exercises.problem` the module).
+ELSEWHERE = {"scalebook.exercises": ("scalebook.exercises.problem", ("Problem", "problem"))}
 
 
 def modules() -> list[str]:
@@ -146,8 +149,14 @@ def page(name: str, chapters: dict[str, str]) -> str:
     used = chapters_using(name, chapters)
     where = (f"Used in: {_chapter_links(used, '../../')}." if used else
              "No chapter calls it directly; the modules that use it are on the pages beside it.")
+    options, note = "   :members:\n", ""
+    if name in ELSEWHERE:
+        home, names = ELSEWHERE[name]
+        options += f"   :exclude-members: {', '.join(names)}\n"
+        note = (f" It also exports {', '.join(f'`{n}`' for n in names)}, documented with the module that "
+                f"defines them, [`{home}`]({home}.md).")
     return (f"# `{name}`\n\n<!-- written by tools/site/api_pages.py; edit the module's docstring -->\n\n"
-            f"{where}\n\n```{{eval-rst}}\n.. automodule:: {name}\n   :members:\n```\n")
+            f"{where}{note}\n\n```{{eval-rst}}\n.. automodule:: {name}\n{options}```\n")
 
 
 def index(names: list[str], chapters: dict[str, str]) -> str:
