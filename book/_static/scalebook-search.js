@@ -11,10 +11,11 @@
   function readable(htmlString, anchor) {
     const doc = new DOMParser().parseFromString(htmlString, "text/html");
     const drop = [".headerlink", "script", "style", ".cell_input", "button", ".toggle-hidden > summary",
-                  ".copybtn", "mjx-assistive-mml"];
+                  ".copybtn", "mjx-assistive-mml", "nav", ".bd-header-article", ".bd-sidebar-secondary",
+                  ".prev-next-area", ".dropdown-menu"];
     for (const query of drop) doc.querySelectorAll(query).forEach((el) => el.remove());
     doc.querySelectorAll(".math").forEach((el) => { el.textContent = " " + strip(el.textContent) + " "; });
-    const main = doc.querySelector('[role="main"]');
+    const main = doc.querySelector("article.bd-article") || doc.querySelector('[role="main"]');
     let block = main;
     if (anchor && main) block = main.querySelector(anchor) || main;
     return block ? block.textContent.replace(/\s+/g, " ") : "";
