@@ -12,7 +12,7 @@ help:
 	@echo "make book       install into .venv, execute every chapter and build the site into _build/html"
 	@echo "make notebooks  execute each page once and regenerate its Colab notebook (.ipynb) from the MyST source (.md)"
 	@echo "make constraints  pin constraints.txt to the versions now in .venv (after the tests pass on them)"
-	@echo "make bench      import time, chapter execution times, book build time (clean and cached)"
+	@echo "make bench      import time, chapter execution times, book build time (clean and cached); site size and per-page weight"
 	@echo "make serve      serve _build/html on http://localhost:8000"
 	@echo "make mutate     mutation testing over the core modules, with the kill rate (slow; not in make test)"
 
@@ -50,6 +50,7 @@ constraints: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+	@if [ -f _build/html/index.html ]; then $(BIN)/python tools/site/weight.py; else echo "site weight: no built site (make book first)"; fi
 
 serve:
 	$(BIN)/python -m http.server --directory _build/html 8000

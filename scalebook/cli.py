@@ -33,6 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `scalebook` argument parser, with one subcommand per module of `COMMAND_MODULES`."""
     parser = _Parser(prog="scalebook", description="The arithmetic of scaling LLMs, from the scalebook textbook.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_json_flag(p: argparse.ArgumentParser) -> None:
+    """Give a subcommand's parser the `--json` flag (machine-readable output, see `emit`)."""
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
 
@@ -95,6 +97,7 @@ def number_arg(unit: str = "", *, whole: bool = False, low: float = 0.0, low_inc
                        + (f" (or a quantity in {unit}, e.g. '2 G{unit}')" if unit else ""))
 
     def parse(text: str) -> Any:
+        """Read a command-line value; refuse one outside the range `number_arg` was given."""
         def refuse() -> "argparse.ArgumentTypeError":
             # ArgumentTypeError keeps this message; argparse would replace a ValueError's.
             return argparse.ArgumentTypeError(f"expected {expect}, got {text!r}")
@@ -125,6 +128,10 @@ positive_number = number_arg()
 whole_number = number_arg(whole=True)
 fraction = number_arg(high=1.0)
 fraction_or_zero = number_arg(high=1.0, low_inclusive=True)
+positive_number.__doc__ = "A number above 0 (argparse type)."
+whole_number.__doc__ = "A whole number above 0 (argparse type)."
+fraction.__doc__ = "A number above 0 and at most 1 (argparse type)."
+fraction_or_zero.__doc__ = "A number from 0 to 1, both included (argparse type)."
 
 
 def axes_arg(p: argparse.ArgumentParser, help: str) -> None:
@@ -168,6 +175,7 @@ def dumps(data: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line on `argv` (default: `sys.argv[1:]`); return the exit status."""
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -140,6 +140,7 @@ def describe(placement: Placement, group: str) -> dict[str, float]:
 
 
 def stack(descs: list[dict[str, float]]) -> dict[str, np.ndarray]:
+    """Turn a list of `describe` results (one per group) into one array per field, for `price`."""
     return {k: np.array([d[k] for d in descs], dtype=float) for k in _FIELDS}
 
 
@@ -240,6 +241,8 @@ class ModelFacts:
 
 
 def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
+    """The per-model numbers the step model needs at context `seq_len` (parameters, FLOPs per
+    token, recompute FLOPs per remat policy, elementwise passes), computed once per model."""
     model = _as_model(model)
     p = tr.params(model)
     fl = tr.flops_per_token(model, seq_len=seq_len, causal=True)

@@ -211,8 +211,10 @@ def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
 
 
 def fmt_seconds(value: float) -> str:
+    """`value` seconds as text with an SI prefix: `format_quantity(value, "s")`."""
     return format_quantity(value, "s")
 
 
 def fmt_bytes(value: float) -> str:
+    """`value` bytes as text with a decimal prefix: `format_quantity(value, "B")`."""
     return format_quantity(value, "B")

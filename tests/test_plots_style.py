@@ -238,3 +238,83 @@ def test_png_description_round_trips_through_the_png_text_chunk():
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Description": "a rising line"})
     assert png_description(buf.getvalue()) == "a rising line"
+
+
+# ------------------------------------------------------------------ texts against frames, stacked panels
+def test_no_text_crosses_the_frame_of_its_axes(drawn):
+    crossing = {n: _style.text_problems(f)[:3] for n, f in drawn.items() if _style.text_problems(f)}
+    assert crossing == {}
+
+
+def test_a_label_across_the_frame_is_found():
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.text(0.97, 0.5, "a label that runs past the right edge", transform=ax.transAxes)
+    assert _style.text_problems(fig) == ["'a label that runs past the right edge' crosses the frame of its axes"]
+    plt.close(fig)
+
+
+def test_labels_inside_the_frame_or_wholly_outside_it_are_fine():
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.text(0.1, 0.5, "inside", transform=ax.transAxes)
+    ax.text(1.05, 0.5, "beside", transform=ax.transAxes)
+    assert _style.text_problems(fig) == []
+    plt.close(fig)
+
+
+def test_overlapping_titles_are_problems():
+    fig, (a, b) = plt.subplots(1, 2, figsize=(4, 2))
+    a.set_title("a title much wider than its own panel is")
+    b.set_title("and so is this one, it runs into the first")
+    assert any("overlaps" in p for p in _style.text_problems(fig))
+    plt.close(fig)
+
+
+def test_each_figure_shown_is_logged_with_its_problems(tmp_path, monkeypatch):
+    import json
+
+    log = tmp_path / "figures.jsonl"
+    monkeypatch.setenv("SCALEBOOK_FIGURE_LOG", str(log))
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.set_title("T")
+    ax.text(0.97, 0.5, "across", transform=ax.transAxes)
+    _style._log_problems(fig)
+    monkeypatch.delenv("SCALEBOOK_FIGURE_LOG")
+    _style._log_problems(fig)  # no variable, no log
+    (rec,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert rec["problems"] == ["'across' crosses the frame of its axes"]
+    assert rec["figure"] == "T."
+    plt.close(fig)
+
+
+def test_stacked_panels_keep_the_column_width_and_9_pt_text():
+    fig, axs = plots.panels(2)
+    f = plots.critical_batch_vs_chips("tpu-v5p", "llama3-70b", ax=axs[0])
+    plots.critical_batch_vs_chips("h100", "llama3-70b", ax=axs[1])
+    assert f is fig and len(axs) == 2
+    assert fig.get_size_inches()[0] * _style.DPI <= _style.COLUMN_PX  # shown at its own size
+    assert _style.text_problems(fig) == []
+    assert _style.smallest_rendered_pt(fig) >= _style.MIN_PT - 0.01
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("rows", [0, -1, 1.5, True])
+def test_panels_refuses_a_bad_count(rows):
+    from scalebook import Error
+
+    with pytest.raises(Error, match="rows must be a whole number"):
+        plots.panels(rows)
+
+
+def test_titles_name_chips_as_the_prose_does(drawn):
+    titles = [ax.get_title() for f in drawn.values() for ax in f.axes] + [
+        f._suptitle.get_text() for f in drawn.values() if f._suptitle is not None]
+    ids = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v4", "h100", "a100", "b200", "gb200", "h200")
+    assert [t for t in titles if any(f" {i} " in f" {t} " or f" {i}:" in f" {t}" for i in ids)] == []
+
+
+def test_the_generation_chart_labels_ratios_plainly(drawn):
+    fig = plots.gpu_generations(("a100", "h100", "b200", "gb200"))
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
+    assert labels and all(lab.endswith("x") and "10^" not in lab and "times" not in lab for lab in labels)
+    plt.close(fig)

@@ -3,6 +3,7 @@
 
     python tools/browser_check.py                    # checks _build/html
     python tools/browser_check.py --screenshots docs # also writes the README's screenshots
+                                                     # (chapter and problem page, 1280 and 390 px)
 
 Needs Debian's `chromium` and the `playwright` Python package (it drives the system browser; no
 browser download): `sh tools/install_browser.sh PYTHON` installs both. The site is served from a
@@ -16,6 +17,9 @@ reported. For every page:
   smallest font reads below 9 pt (the check `scalebook.plots` makes, measured in the browser: no
   image is scaled down by more than the text column the style assumes);
 - no cell output wider than its cell is cut off (it scrolls inside the cell);
+- at both widths, 1280 px and 390 px (a phone): the page is no wider than the window, and no
+  element of the text runs past the edge of the text column unless a box that scrolls sideways
+  (a table, a printed output, a code block) holds it;
 - every internal link resolves to an existing file (and its #anchor to an element of that page);
 - every Colab button links to a notebook that exists in the repository beside the page's source.
 
@@ -37,13 +41,22 @@ ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
 CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 900}
+#: A phone (the width of an iPhone 12 to 15 in CSS pixels); pages are checked at both widths.
+PHONE = {"width": 390, "height": 844}
 
 
 def toc_pages() -> list[str]:
-    """Every `file:` entry of _toc.yml plus the root, as paths without suffix."""
+    """Every `file:` entry of _toc.yml, the pages each `glob:` entry matches, and the root, as
+    paths without suffix."""
     text = (ROOT / "_toc.yml").read_text()
     root = re.search(r"^root:\s*(\S+)", text, re.M).group(1)
-    return [root] + re.findall(r"file:\s*(\S+)", text)
+    pages = [root]
+    for kind, value in re.findall(r"\b(file|glob):\s*(\S+)", text):
+        if kind == "file":
+            pages.append(value)
+        else:  # a glob entry (the API reference's module pages): the sources it matches
+            pages += sorted(str(p.relative_to(ROOT).with_suffix("")) for p in ROOT.glob(value + ".md"))
+    return pages
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -101,7 +114,46 @@ CLIPPED_JS = """() => Array.from(document.querySelectorAll('main .cell_output pr
   .filter(el => el.scrollWidth > el.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(el).overflowX))
   .map(el => el.textContent.trim().slice(0, 60))"""
 
+# Elements that stick out of the text column (or the window) without a box that scrolls them:
+# the outermost such element is reported. Hidden elements and the contents of a scroll box are
+# skipped (the box itself is checked like any other element).
+OVERFLOW_JS = """() => {
+  const root = document.querySelector('main article') || document.querySelector('main') || document.body;
+  const limit = root.getBoundingClientRect();
+  const right = Math.min(limit.right, window.innerWidth) + 1, left = Math.max(limit.left, 0) - 1;
+  const scrolls = el => ['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(el).overflowX);
+  const out = [];
+  const walk = el => {
+    for (const child of el.children) {
+      const style = getComputedStyle(child);
+      if (style.display === 'none' || style.visibility === 'hidden' || style.position === 'fixed') continue;
+      const r = child.getBoundingClientRect();
+      if (r.width > 0 && r.height > 0 && (r.right > right || r.left < left)) {
+        const text = (child.textContent || child.getAttribute('alt') || child.tagName).trim().replace(/\\s+/g, ' ');
+        out.push({tag: child.tagName.toLowerCase() + (child.className && typeof child.className === 'string'
+                   ? '.' + child.className.trim().split(/\\s+/)[0] : ''),
+                  text: text.slice(0, 60), width: Math.round(r.width), right: Math.round(r.right)});
+        continue;
+      }
+      if (!scrolls(child)) walk(child);
+    }
+  };
+  walk(root);
+  return {elements: out, page: document.documentElement.scrollWidth, window: window.innerWidth};
+}"""
+
 LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))"""
+
+
+def _idle(page, timeout_ms: int = 90000) -> None:
+    """Wait until the page stops loading (fonts, MathJax's pieces); on a busy machine that can take
+    a while, and a page still fetching after `timeout_ms` is checked as it stands."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_load_state("networkidle", timeout=timeout_ms)
+    except PlaywrightTimeout:
+        pass
 
 
 def check_page(page, base: str, name: str, problems: list[str], anchors: dict, column_px: int) -> None:
@@ -113,7 +165,7 @@ def check_page(page, base: str, name: str, problems: list[str], anchors: dict, c
                            timeout=30000)
     page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise"
                   " ? MathJax.startup.promise.then(() => true) : true")
-    page.wait_for_load_state("networkidle")
+    _idle(page)
     math = page.evaluate(MATH_JS)
     if math["mathNodes"] and not math["rendered"]:
         problems.append(f"{name}: {math['mathNodes']} math elements but no MathJax output")
@@ -150,10 +202,27 @@ def check_page(page, base: str, name: str, problems: list[str], anchors: dict, c
             problems.append(f"{name}: link {href}: no #{anchor} on that page")
 
 
+def check_layout(page, base: str, name: str, problems: list[str], width: int, load: bool = True) -> None:
+    """At the window width `width`: the page is no wider than the window, and nothing sticks out of
+    the text column except inside a box that scrolls sideways."""
+    if load:
+        page.goto(base + name + ".html", wait_until="load", timeout=120000)
+        _idle(page)
+        page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise"
+                      " ? MathJax.startup.promise.then(() => true) : true")
+    found = page.evaluate(OVERFLOW_JS)
+    if found["page"] > found["window"] + 1:
+        problems.append(f"{name} at {width} px: the page is {found['page']} px wide, wider than the "
+                        f"{found['window']} px window (it scrolls sideways)")
+    for el in found["elements"]:
+        problems.append(f"{name} at {width} px: {el['tag']} ({el['width']} px wide) runs past the text "
+                        f"column with no scroll box: {el['text']!r}")
+
+
 def check_solutions(page, base: str, name: str, problems: list[str]) -> None:
     """Every solution of a problem page is closed, and opens when its toggle is clicked."""
     page.goto(base + name + ".html", wait_until="load")
-    page.wait_for_load_state("networkidle")
+    _idle(page)
     sols = page.locator(".solution.dropdown")
     n = sols.count()
     if n == 0:
@@ -179,7 +248,8 @@ def check_solutions(page, base: str, name: str, problems: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--html", type=Path, default=HTML)
-    ap.add_argument("--screenshots", type=Path, help="write chapter.png and problems.png into this folder")
+    ap.add_argument("--screenshots", type=Path, help="write chapter.png, problems.png and their -phone.png "
+                    "versions (390 px) into this folder")
     ap.add_argument("--pages", nargs="*", help="only these pages (paths without suffix)")
     args = ap.parse_args(argv)
     try:
@@ -227,27 +297,42 @@ def main(argv: list[str] | None = None) -> int:
                 current["name"] = name
                 if column is None:
                     page.goto(base + name + ".html", wait_until="load")
-                    page.wait_for_load_state("networkidle")
+                    _idle(page)
                     column = page.evaluate(MATH_JS)["column"] or None
                     if column is not None and column < COLUMN_PX:
                         problems.append(f"cell outputs are {column} px wide, narrower than the "
                                         f"{COLUMN_PX} px scalebook.plots._style.COLUMN_PX assumes")
                 check_page(page, base, name, problems, anchors, COLUMN_PX)
+                check_layout(page, base, name, problems, VIEWPORT["width"], load=False)
                 if name.startswith("exercises/"):
                     check_solutions(page, base, name, problems)
+            # The phone pass: a second context, 390 px wide, with the same outside-request guard.
+            phone = browser.new_context(viewport=PHONE, service_workers="block", is_mobile=True,
+                                        has_touch=True, device_scale_factor=2)
+            phone.route("**/*", route)
+            small = phone.new_page()
+            small.on("pageerror", lambda e: problems.append(f"{current['name']} at 390 px: script error: {e}"))
+            for name in pages:
+                current["name"] = name
+                check_layout(small, base, name, problems, PHONE["width"])
             if args.screenshots:
                 args.screenshots.mkdir(parents=True, exist_ok=True)
-                shots = {"chapter.png": "chapters/01-rooflines", "problems.png": "exercises/01-rooflines"}
-                for file, name in shots.items():
-                    current["name"] = name
-                    page.goto(base + name + ".html", wait_until="networkidle")
-                    if name.startswith("exercises/"):
-                        page.locator(".solution.dropdown button.toggle-button").first.click()
-                    else:  # the first figure, with the prose and formulas around it
-                        page.locator("main .cell_output img").first.evaluate(
-                            "el => el.scrollIntoView({block: 'center'})")
-                    page.wait_for_timeout(500)
-                    page.screenshot(path=str(args.screenshots / file))
+                shots = {"chapter": "chapters/01-rooflines", "problems": "exercises/01-rooflines"}
+                for suffix, pg in (("", page), ("-phone", small)):
+                    for file, name in shots.items():
+                        current["name"] = name
+                        pg.goto(base + name + ".html", wait_until="load")
+                        _idle(pg)
+                        if name.startswith("exercises/"):
+                            button = pg.locator(".solution.dropdown button.toggle-button").first
+                            button.scroll_into_view_if_needed()
+                            button.click()
+                            button.evaluate("el => el.scrollIntoView({block: 'start'})")
+                        else:  # the first figure, with the prose and formulas around it
+                            pg.locator("main .cell_output img").first.evaluate(
+                                "el => el.scrollIntoView({block: 'center'})")
+                        pg.wait_for_timeout(500)
+                        pg.screenshot(path=str(args.screenshots / f"{file}{suffix}.png"))
             browser.close()
     finally:
         server.shutdown()
@@ -255,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
         print("browser check failed:\n  " + "\n  ".join(dict.fromkeys(problems)))
         return 1
     print(f"browser check: {len(pages)} pages loaded in Chromium with no errors and no outside requests; "
-          "math rendered, figures described, links resolve, solutions collapse and open")
+          "math rendered, figures described, links resolve, solutions collapse and open; "
+          f"nothing wider than the page at {VIEWPORT['width']} px or {PHONE['width']} px")
     return 0
 
 

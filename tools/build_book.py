@@ -4,6 +4,11 @@
     python tools/build_book.py           # build _build/html and print the page to open
     python tools/build_book.py --check   # the same, then check what a reader relies on
 
+Every figure a page shows is checked as the page shows it (`scalebook.plots._style.text_problems`:
+texts overlapping or crossing an axes' frame): the kernels log each figure's
+problems to `_build/figure-check.jsonl`, and the build lists them, page by page (`--check` fails
+on any).
+
 Installs the site's own JavaScript first (MathJax, pinned in tools/site/package.json and
 package-lock.json) with `npm ci`, so the site serves it itself and needs no CDN. Guards the
 Jupyter Book major version: Jupyter Book 2 (mystmd) is a different tool that
@@ -12,7 +17,9 @@ may exit 0 on a v1 book without building it (TOOLCHAIN.md, note 1).
 from __future__ import annotations
 
 import argparse
+import html as html_lib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,13 +30,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
+FIGURE_LOG = ROOT / "_build" / "figure-check.jsonl"
 
 
 def toc_pages() -> list[str]:
-    """Every `file:` entry of _toc.yml plus the root, as paths without suffix."""
+    """Every `file:` entry of _toc.yml, the pages each `glob:` entry matches, and the root, as
+    paths without suffix."""
     text = (ROOT / "_toc.yml").read_text()
     root = re.search(r"^root:\s*(\S+)", text, re.M).group(1)
-    return [root] + re.findall(r"file:\s*(\S+)", text)
+    pages = [root]
+    for kind, value in re.findall(r"\b(file|glob):\s*(\S+)", text):
+        if kind == "file":
+            pages.append(value)
+        else:  # a glob entry (the API reference's module pages): the sources it matches
+            pages += sorted(str(p.relative_to(ROOT).with_suffix("")) for p in ROOT.glob(value + ".md"))
+    return pages
 
 
 SITE_ASSETS = ROOT / "tools" / "site"
@@ -56,14 +71,40 @@ def build() -> float:
         sys.exit(f"jupyter-book {jb} installed, but this book needs 1.x (pip install 'jupyter-book>=1.0.4.post1,<2')")
     t0 = time.perf_counter()
     cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--all", "-W", "-n", "--keep-going"]
-    proc = subprocess.run(cmd, cwd=ROOT)
+    FIGURE_LOG.parent.mkdir(parents=True, exist_ok=True)
+    FIGURE_LOG.unlink(missing_ok=True)
+    # The kernels import this checkout's package (a git worktree beside an editable install of
+    # another checkout would otherwise execute the other one).
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "SCALEBOOK_FIGURE_LOG": str(FIGURE_LOG), "PYTHONPATH": path}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env)
     if proc.returncode != 0:
         sys.exit(f"book build failed (exit {proc.returncode}); see the warnings above")
     return time.perf_counter() - t0
 
 
-def check() -> None:
-    """What a reader relies on: every page built, solutions collapsed, Colab links present."""
+def figure_problems(log: Path = FIGURE_LOG, html_dir: Path = HTML) -> dict[str, list[str]]:
+    """page -> the text problems of the figures it shows, from the kernels' log (see the docstring).
+
+    A figure is matched to its page by its description, which is the image's alt text there."""
+    if not log.exists():
+        return {}
+    pages = {p: html_lib.unescape((html_dir / f"{p}.html").read_text(encoding="utf-8")) for p in toc_pages()
+             if (html_dir / f"{p}.html").exists()}
+    out: dict[str, list[str]] = {}
+    for line in log.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if not rec["problems"]:
+            continue
+        start = rec["figure"][:80]
+        page = next((p for p, text in pages.items() if start in text), "a page")
+        out.setdefault(page, []).extend(f"figure '{rec['figure'][:60]}...': {p}" for p in rec["problems"])
+    return out
+
+
+def check(figures: bool = True) -> None:
+    """What a reader relies on: every page built, solutions collapsed, Colab links present; and
+    (with `figures`) no figure with texts on top of each other or across a frame."""
     problems = []
     for page in toc_pages():
         html = HTML / f"{page}.html"
@@ -78,6 +119,12 @@ def check() -> None:
                 problems.append(f"{page}: no generated .ipynb beside the .md")
         if page.startswith("exercises/") and "solution" in text and "dropdown" not in text:
             problems.append(f"{page}: solutions are not collapsed")
+    for page, found in figure_problems().items():
+        if figures:
+            problems.extend(f"{page}: {p}" for p in dict.fromkeys(found))
+        else:
+            print(f"{page}: figure problems (python tools/build_book.py --check fails on them):\n  "
+                  + "\n  ".join(dict.fromkeys(found)), file=sys.stderr)
     if problems:
         sys.exit("site check failed:\n  " + "\n  ".join(problems))
 
@@ -88,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     install_site_assets()
     seconds = build()
-    check()
+    check(figures=args.check)
     print(f"built in {seconds:.0f} s; open {HTML / 'index.html'}")
     return 0
 

@@ -1,9 +1,16 @@
 """What the built site needs so that it stands alone and reads well (loaded from `_config.yml`).
 
 - **MathJax from the site itself.** The pinned MathJax 3 of `tools/site/package.json` (installed
-  by `tools/build_book.py` with npm into `tools/site/node_modules`) is copied into
+  by `tools/build_book.py` with npm into `tools/site/node_modules`) is served from
   `_static/mathjax`, and Sphinx's `mathjax_path` points there: no page asks a CDN for it, so
-  formulas render offline. A build without it stops with the command that installs it.
+  formulas render offline. Only the files the pages load are shipped (`MATHJAX_FILES`: the
+  `tex-chtml` bundle, its web fonts and the TeX extensions it may autoload; about 2 MB of the
+  24 MB distribution). A build without it stops with the command that installs it.
+- **Weight.** The theme's 1.5 MB icon script (`scripts/fontawesome.js`, which redraws the icons
+  the theme's CSS already draws with its web fonts) and the source maps are left out of the site.
+- **Search.** Result snippets are read from the page without its code cells, and math shows as
+  its TeX without the `\\(` `\\)` delimiters (`_static/scalebook-search.js`). On the search
+  page the sidebar's search field is hidden (the page has its own box; `scalebook.css`).
 - **Author-year bibliography.** A pybtex style `authoryear` labels each entry "Williams et al.,
   2009" (with a letter where two entries would share it: "NVIDIA, 2024b") and sorts by author,
   year, title; `_config.yml` makes it the default style. The in-text citations print that same
@@ -15,6 +22,8 @@
   button) are left out of the pages, and the theme's colour mode is set so its script logs no error.
 - **Colab buttons only to notebooks.** A page without a generated `.ipynb` beside its source
   (the hardware and CLI reference pages) gets no Colab button.
+- **API pages.** `tools/site/api_pages.py` (re)writes `book/api.md` and one page per module
+  under `book/api/` before the sources are read, so a new module gets its page.
 - **Book CSS.** `book/_static/scalebook.css` (wide outputs scroll inside their cell, tables).
 """
 from __future__ import annotations
@@ -31,6 +40,11 @@ ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "tools" / "site"
 MATHJAX = ASSETS / "node_modules" / "mathjax"
 MATHJAX_ENTRY = "mathjax/es5/tex-chtml.js"
+#: What the pages load from the MathJax distribution (glob patterns under node_modules/mathjax).
+MATHJAX_FILES = ("LICENSE", "package.json", "es5/tex-chtml.js", "es5/output/chtml/fonts/woff-v2/*",
+                 "es5/input/tex/extensions/**/*")
+#: Files of the theme no page needs (see the module docstring), relative to the site's _static.
+UNUSED_STATIC = ("scripts/fontawesome.js", "scripts/fontawesome.js.LICENSE.txt")
 
 
 def pinned_mathjax_version() -> str:
@@ -50,9 +64,11 @@ def _serve_mathjax(app, config) -> None:
             f"MathJax {want} is not installed in {MATHJAX.parent} (found {have}); run "
             f"`npm ci --prefix tools/site` (tools/build_book.py does this before building)")
     config.mathjax_path = MATHJAX_ENTRY
-    # html_static_path entries are copied into _static; this one holds the folder `mathjax`.
+    # html_static_path entries are copied into _static; this one holds the folder `mathjax`
+    # with only the files the pages load.
+    subset = stage_mathjax(Path(app.outdir).parent / ".site-static")
     static = [str(p) for p in config.html_static_path]
-    for path in (str(MATHJAX.parent), str(Path(__file__).resolve().parents[1] / "_static")):
+    for path in (str(subset), str(Path(__file__).resolve().parents[1] / "_static")):
         if path not in static:
             static.append(path)
     config.html_static_path = static
@@ -60,10 +76,53 @@ def _serve_mathjax(app, config) -> None:
     if "scalebook.css" not in css:
         css.append("scalebook.css")
     config.html_css_files = css
+    js = list(config.html_js_files or [])
+    if "scalebook-search.js" not in js:
+        js.append("scalebook-search.js")
+    config.html_js_files = js
     # pydata-sphinx-theme logs a console error for an empty mode; say which one we want.
     context = dict(config.html_context or {})
     context.setdefault("default_mode", "light")
     config.html_context = context
+
+
+def stage_mathjax(target: Path) -> Path:
+    """Copy the MathJax files the pages load (`MATHJAX_FILES`) into `target`/mathjax; return `target`."""
+    import shutil
+
+    dest = target / "mathjax"
+    if dest.exists():
+        shutil.rmtree(dest)
+    for pattern in MATHJAX_FILES:
+        for src in MATHJAX.glob(pattern):
+            if src.is_file():
+                out = dest / src.relative_to(MATHJAX)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, out)
+    return target
+
+
+_FONTAWESOME_TAG = re.compile(r'[ \t]*<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\n?')
+
+
+def drop_unused_static(outdir: Path) -> None:
+    """Leave out of the built site what no page needs: the icon script (and its tag in every page)
+    and the source maps of the theme's scripts."""
+    static = outdir / "_static"
+    for rel in UNUSED_STATIC:
+        (static / rel).unlink(missing_ok=True)
+    for path in static.rglob("*.map"):
+        path.unlink()
+    for page in outdir.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        new = _FONTAWESOME_TAG.sub("", text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+
+
+def _build_finished(app, exception) -> None:
+    if exception is None and app.builder.format == "html":
+        drop_unused_static(Path(app.outdir))
 
 
 def _drop_colab_without_notebook(app, pagename, templatename, context, doctree) -> None:
@@ -236,10 +295,23 @@ def _alt_text(app, doctree) -> None:
                      location=img)
 
 
+def _write_api_pages(app, config) -> None:
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("scalebook_api_pages", ROOT / "tools" / "site" / "api_pages.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    mod.write()
+
+
 def setup(app):
     _register_bib_style()
     app.connect("config-inited", _serve_mathjax)
+    app.connect("config-inited", _write_api_pages)
     app.connect("doctree-read", _alt_text)
     app.connect("html-page-context", _drop_thebe, priority=900)
     app.connect("html-page-context", _drop_colab_without_notebook, priority=900)
+    app.connect("build-finished", _build_finished)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

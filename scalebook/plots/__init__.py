@@ -27,9 +27,10 @@ import inspect as _inspect  # noqa: E402
 
 from . import _style  # noqa: E402
 from ._style import describe, description  # noqa: E402,F401
+from ._axes import panels  # noqa: E402,F401  (stacked panels for multi-panel figures)
 
 for _name, _obj in list(globals().items()):
     if (not _name.startswith("_") and _inspect.isfunction(_obj) and getattr(_obj, "__module__", "").startswith(__name__ + ".")
-            and _name not in ("describe", "description")):
+            and _name not in ("describe", "description", "panels")):
         globals()[_name] = _style.figure_function(_obj)
 del _name, _obj

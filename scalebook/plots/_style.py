@@ -14,7 +14,11 @@ Every public function of `scalebook.plots` passes through `figure_function` (app
   figure carries it as its `Description` text chunk, which the book's Sphinx extension
   (`book/_ext/scalebook_site.py`) turns into the image's alt text.
 
-`text_overlaps(fig)` lists pairs of texts that collide; the tests use it on every figure function.
+`text_overlaps(fig)` lists pairs of texts that collide; `text_problems(fig)` adds the texts that
+cross an axes' frame. The tests use them on every figure function, and on
+the site every figure a page shows is checked as it is shown: when the environment variable
+`SCALEBOOK_FIGURE_LOG` names a file (tools/build_book.py sets it while it executes the pages), each
+figure's problems are appended to it as one JSON line, and the build fails on any.
 """
 from __future__ import annotations
 
@@ -265,11 +269,71 @@ def text_overlaps(fig, tolerance_px: float = 1.0) -> list[tuple[str, str]]:
     return found
 
 
+def _short(t) -> str:
+    return " ".join(t.get_text().split())[:40]
+
+
+def text_problems(fig, tolerance_px: float = 1.0) -> list[str]:
+    """What a reader of `fig` would see go wrong with its texts, in words (empty when none):
+
+    - two visible texts overlapping (`text_overlaps`): titles, suptitles, tick labels, axis
+      labels, annotations, legend entries, each against every other;
+    - a text placed in an axes (an annotation, `ax.text`) that crosses the axes' frame: partly
+      inside it and partly outside.
+
+    Overlaps are measured in the figure's own pixels: the page scales the whole PNG by one factor,
+    so what overlaps there overlaps on the page. No text can run off the edge of the PNG: the page
+    saves it with a tight box (`_png`), which grows to hold every text; the edge a label can
+    cross is its axes' frame.
+    """
+    from matplotlib.text import Text
+
+    out = [f"{a!r} overlaps {b!r}" for a, b in text_overlaps(fig, tolerance_px)]
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        if getattr(ax, "name", "") == "3d" or not ax.axison:
+            continue
+        frame = ax.get_window_extent(renderer)
+        for t in ax.texts:
+            if not (t.get_visible() and t.get_text().strip()):
+                continue
+            bb = Text.get_window_extent(t, renderer)
+            if bb.width <= 0 or bb.height <= 0:
+                continue
+            w = min(bb.x1, frame.x1) - max(bb.x0, frame.x0)
+            h = min(bb.y1, frame.y1) - max(bb.y0, frame.y0)
+            overlap = w > tolerance_px and h > tolerance_px
+            contained = (bb.x0 >= frame.x0 - tolerance_px and bb.x1 <= frame.x1 + tolerance_px
+                         and bb.y0 >= frame.y0 - tolerance_px and bb.y1 <= frame.y1 + tolerance_px)
+            if overlap and not contained:
+                out.append(f"{_short(t)!r} crosses the frame of its axes")
+    return out
+
+
+def _log_problems(fig) -> None:
+    """Append `fig`'s text problems to the file `SCALEBOOK_FIGURE_LOG` names (one JSON line)."""
+    import json
+    import os
+
+    path = os.environ.get("SCALEBOOK_FIGURE_LOG")
+    if not path:
+        return
+    try:
+        problems = text_problems(fig)
+        smallest = round(smallest_rendered_pt(fig), 1)
+    except Exception as exc:  # the check must not break the page; report instead
+        problems, smallest = [f"the text check failed: {exc}"], None
+    record = {"figure": description(fig)[:160], "problems": problems, "smallest_pt": smallest}
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+
+
 # ------------------------------------------------------------------ display and the decorator
 def _png(fig):
     """PNG (base64) of `fig` for IPython, with its description in the `Description` chunk."""
     from IPython.core.pylabtools import print_figure
 
+    _log_problems(fig)
     return print_figure(fig, "png", bbox_inches="tight", base64=True,
                         metadata={"Description": description(fig)})
 

@@ -74,7 +74,7 @@ def flash_attention_passes(model: "Transformer | str" = "llama3-8b", *, seq_len:
     else:
         fig, ax1, ax2 = ax.figure, ax, ax.twinx()
     stacks = {"forward": [("Q K^T", one, "#4c72b0"), ("P V", one, "#55a868")],
-              "backward": [("Q K^T (recomputed)", one, "#8da0cb"), ("dV = P^T dO", one, "#55a868"),
+              "backward": [("Q K^T\n(recomputed)", one, "#8da0cb"), ("dV = P^T dO", one, "#55a868"),
                            ("dP = dO V^T", one, "#dd8452"), ("dQ = dS K", one, "#c44e52"),
                            ("dK = dS^T Q", one, "#937860")]}
     for x, (name, parts) in enumerate(stacks.items()):

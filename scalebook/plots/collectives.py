@@ -241,7 +241,7 @@ def collective_times(topology, *, axes: "str | Sequence[str]" = "X",
     names = (axes,) if isinstance(axes, str) else tuple(axes)
     ax.set_xlabel("array size V (bytes)")
     ax.set_ylabel("time (s)")
-    ax.set_title(f"Collectives over {'+'.join(names)} of a {topology.chip.name} {topology.shape}: "
+    ax.set_title(f"Collectives over {'+'.join(names)} of a {topology.chip.display_name} {topology.shape}: "
                  "latency, then bandwidth", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=9)
@@ -267,7 +267,7 @@ def multi_axis_allgather(topology, *, bytes_: float, groups: "Sequence[Sequence[
         ax.text(b.get_x() + b.get_width() / 2, b.get_height(), units.format_quantity(s, "s"), ha="center",
                 va="bottom", fontsize=9)
     ax.set_ylabel("AllGather time (ms)")
-    ax.set_title(f"AllGather of {units.format_quantity(bytes_, 'B')} on a {topology.chip.name} {topology.shape}",
+    ax.set_title(f"AllGather of {units.format_quantity(bytes_, 'B')} on a {topology.chip.display_name} {topology.shape}",
                  fontsize=10)
     ax.margins(y=0.15)
     return fig

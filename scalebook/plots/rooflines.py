@@ -6,10 +6,10 @@ and returns the `Figure`. Hardware numbers come from `scalebook.hardware`; times
 """
 from __future__ import annotations
 
-from ._axes import axes
-
 import math
 from typing import Mapping, Sequence
+
+from ._axes import axes
 
 from .. import hardware, roofline as _rl, units
 from ..errors import Error, require_positive
@@ -82,10 +82,13 @@ def roofline(
             x = _intensity_of(value)
             y = min(peak, x * bw)
             ax.plot([x], [y], marker="D", color="black", ms=6, zorder=5)
-            ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, -12 if i % 2 else 6),
-                        fontsize=8)
+            right = math.log(x / lo) / math.log(hi / lo) > 0.6  # label to the left, inside the frame
+            ax.annotate(label, (x, y), textcoords="offset points", xytext=(-6 if right else 6, -12 if i % 2 else 6),
+                        ha="right" if right else "left", fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    # room above the highest roof for the knee labels (they would cross the frame)
+    ax.set_ylim(top=max(c.peak_flops_per_s(c.compute_dtype(dtype)) for c in cs) * 4)
     ax.set_xlabel(f"arithmetic intensity (FLOPs per {'HBM' if link == 'hbm' else link.upper()} byte)")
     ax.set_ylabel("attainable FLOP/s")
     ax.set_title("Roofline: the slope is bandwidth, the flat roof is peak compute", fontsize=10)

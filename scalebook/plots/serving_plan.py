@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from .. import hardware
 from .. import inference as inf
 from .. import serving
 from ..errors import Error, require_positive
@@ -121,12 +122,13 @@ def memory_stack(model: "Transformer | str", *, chip: str, deployment: inf.Deplo
             ax.text(i, bottom, "does\nnot fit", ha="center", va="bottom", fontsize=9, color="#c44e52")
     hbm = mems[0].hbm_bytes / 1e9
     ax.axhline(hbm, color="k", lw=1, ls="--")
-    ax.text(len(mems) - 0.5, hbm, f"HBM {hbm:g} GB", ha="right", va="bottom", fontsize=9)
+    ax.text(0.98, hbm, f"HBM {hbm:g} GB", ha="right", va="bottom", fontsize=9, transform=ax.get_yaxis_transform())
     ax.set_xticks(range(len(points)), [f"B={b:,}\nC={c:,}" for b, c in points], fontsize=9)
     ax.set_ylabel("GB per chip")
     top = max(m_.bytes for m_ in mems) / 1e9
     ax.set_ylim(0, max(top, hbm) * 1.22)
-    ax.set_title(title or f"{m.name} on {deployment.chips} {chip}, {deployment.label()}", fontsize=10)
+    shown = hardware.chip(chip).display_name
+    ax.set_title(title or f"{m.name} on {deployment.chips} {shown}, {deployment.label()}", fontsize=10)
     ax.legend(fontsize=9, loc="upper left")
     fig.tight_layout()
     return fig
@@ -222,22 +224,27 @@ def cost_rows(model: "Transformer | str", cases: "Mapping[str, tuple[str, inf.De
 
 
 def serving_cost(rows: "Sequence[Mapping]", *, ax=None):
-    """Grouped bars: USD per million input tokens and per million output tokens for each row of `cost_rows`."""
+    """Grouped bars: USD per million input tokens and per million output tokens for each row of `cost_rows`.
+
+    One row of two horizontal bars per deployment, its name and price on the left: the figure
+    keeps the column's width however many deployments it compares, so no label runs into another.
+    """
     if not rows:
         raise Error("serving_cost needs at least one row")
-    fig, ax = axes(ax, (max(6.5, 1.25 * len(rows) + 2.5), 4.6))
-    width = 0.38
-    for i, r in enumerate(rows):
-        ax.bar(i - width / 2, r["usd_input"], width, color="#8172b3", label="input tokens" if i == 0 else None)
-        ax.bar(i + width / 2, r["usd_output"], width, color="#55a868", label="output tokens" if i == 0 else None)
-        for dx, v in ((-width / 2, r["usd_input"]), (width / 2, r["usd_output"])):
-            ax.text(i + dx, v, f"${v:.2f}", ha="center", va="bottom", fontsize=9)
-    ax.set_xticks(range(len(rows)), [f"{r['label']}\n${r['price']:g}/chip-h" for r in rows], fontsize=9)
-    ax.set_ylabel("USD per million tokens")
+    fig, ax = axes(ax, (6.4, 0.75 * len(rows) + 1.6))
+    height = 0.38
     top = max(max(r["usd_input"], r["usd_output"]) for r in rows)
-    ax.set_ylim(0, top * 1.2)
+    for i, r in enumerate(rows):
+        ax.barh(i - height / 2, r["usd_input"], height, color="#8172b3", label="input tokens" if i == 0 else None)
+        ax.barh(i + height / 2, r["usd_output"], height, color="#55a868", label="output tokens" if i == 0 else None)
+        for dy, v in ((-height / 2, r["usd_input"]), (height / 2, r["usd_output"])):
+            ax.text(v + 0.01 * top, i + dy, f"${v:.2f}", ha="left", va="center", fontsize=9)
+    ax.set_yticks(range(len(rows)), [f"{r['label']}, ${r['price']:g}/chip-h" for r in rows], fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlabel("USD per million tokens")
+    ax.set_xlim(0, top * 1.3)  # room for the value labels
     ax.set_title("Cost per million tokens under continuous batching", fontsize=10)
-    ax.legend(fontsize=9, loc="upper right")
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     fig.tight_layout()
     return fig
 
@@ -337,7 +344,7 @@ def serving_errors(rows: "Sequence[Mapping]", *, ax=None):
         raise Error("serving_errors needs at least one row")
     fig, ax = axes(ax, (9.5, 0.42 * len(rows) + 2.0))
     errs = [100 * r["error"] for r in rows]
-    span = max(30.0, 1.25 * max(abs(e) for e in errs))
+    span = max(30.0, 1.4 * max(abs(e) for e in errs))  # room for the longest bar's label
     ax.axvspan(-25, 25, color="#eeeeee", zorder=0)
     ax.axvline(0, color="k", lw=0.8)
     for i, (r, e) in enumerate(zip(rows, errs)):

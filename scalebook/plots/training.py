@@ -109,9 +109,10 @@ def critical_batch_vs_chips(chip: str = "tpu-v5p", model: "Transformer | str" = 
     for i, b in enumerate(global_batch_tokens):
         ax.plot([lo, hi], [b / lo, b / hi], ls="--", color="0.35", lw=1.0)
         x_text = min(max(b / (y_lo * y_hi) ** 0.5, lo), hi)  # where the diagonal is mid-height
+        right = math.log(x_text / lo) > 0.55 * math.log(hi / lo) if hi > lo else False  # keep it in the frame
         ax.annotate(f"{_tokens(b)} tokens per step,\nspread over the chips", xy=(x_text, b / x_text),
-                    xytext=(6, 6 + 22 * i), textcoords="offset points", ha="left", va="bottom", fontsize=9,
-                    color="0.25")
+                    xytext=(-6 if right else 6, 6 + 22 * i), textcoords="offset points",
+                    ha="right" if right else "left", va="bottom", fontsize=9, color="0.25")
     if c.is_tpu:
         per = (math.prod(int(d) for d in slice_shape.lower().split("x")) if slice_shape
                else math.prod(int(d) for d in c.pod_topology.split("x")))
@@ -128,7 +129,7 @@ def critical_batch_vs_chips(chip: str = "tpu-v5p", model: "Transformer | str" = 
     ax.set_ylim(y_lo, y_hi)
     ax.set_xlabel("chips")
     ax.set_ylabel("tokens per chip per step")
-    ax.set_title(f"{m.name} on {c.name}: batch per chip to stay compute-bound", fontsize=10)
+    ax.set_title(f"{m.name} on {c.display_name}: batch per chip to stay compute-bound", fontsize=10)
     ax.legend(fontsize=9, loc="lower left")
     fig.tight_layout()
     return fig
@@ -179,7 +180,7 @@ def compute_vs_comm(model: "Transformer | str" = "llama3-70b", *, chip: str = "t
     ax.set_yscale("log")
     ax.set_xlabel("tokens per chip per step")
     ax.set_ylabel("seconds per step")
-    ax.set_title(f"{m.name}, {s.label()} on {chips} {_chip(chip).name}", fontsize=10)
+    ax.set_title(f"{m.name}, {s.label()} on {chips} {_chip(chip).display_name}", fontsize=10)
     ax.legend(fontsize=9, loc="lower right")
     fig.tight_layout()
     return fig
@@ -426,7 +427,7 @@ def pipeline_bubble(model: "Transformer | str" = "llama3-8b", *, stages: Sequenc
     ax.set_xlabel("microbatches per step")
     ax.set_ylabel("bubble, % of the step")
     ax.set_ylim(0, 100)
-    ax.set_title(f"Pipeline bubble ({m.name} on {_chip(chip).name})", fontsize=10)
+    ax.set_title(f"Pipeline bubble ({m.name} on {_chip(chip).display_name})", fontsize=10)
     ax.legend(fontsize=9, ncol=2)
     fig.tight_layout()
     return fig
@@ -486,7 +487,7 @@ def strategy_map(models: Sequence["Transformer | str"] = ("llama3-8b", "llama3-7
     ax.set_ylim(len(ms), 0)
     ax.set_xticks([i + 0.5 for i in range(len(chips))], [f"{n:,}" for n in chips], fontsize=9)
     ax.set_yticks([i + 0.5 for i in range(len(ms))], [m.name for m in ms], fontsize=9)
-    ax.set_xlabel(f"{_chip(chip).name} chips")
+    ax.set_xlabel(f"{_chip(chip).display_name} chips")
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)

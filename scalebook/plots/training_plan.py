@@ -120,7 +120,10 @@ def plan_map(grid: "Mapping[tuple[str, int], training.TrainingEstimate | None] |
                     opts.append(e.strategy.remat)
                 if e.strategy.virtual_stages > 1:
                     opts.append(f"v{e.strategy.virtual_stages}")
-                text = (f"{_degrees(e.strategy)}\n{', '.join(opts)}\n"
+                parts = _degrees(e.strategy).split(" x ")
+                degrees = " x ".join(parts) if len(parts) <= 3 else (
+                    " x ".join(parts[:3]) + " x\n" + " x ".join(parts[3:]))  # fits its cell
+                text = (f"{degrees}\n{', '.join(opts)}\n"
                         f"MFU {100 * e.mfu:.0f}%, {e.days(tokens):.3g} days")
             ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=9)
     ax.set_xlim(0, len(counts))
@@ -133,7 +136,7 @@ def plan_map(grid: "Mapping[tuple[str, int], training.TrainingEstimate | None] |
     some = next(e for e in grid.values() if e is not None) if any(e is not None for e in grid.values()) else None
     title = "Fastest layout found by plan()"
     if some is not None:
-        title += f" on {some.chip.name}, batch {some.batch_tokens / 2**20:g}M tokens of {some.seq_len}"
+        title += f" on {some.chip.display_name}, batch {some.batch_tokens / 2**20:g}M tokens of {some.seq_len}"
     ax.set_title(title, fontsize=11)
     handles = [Patch(facecolor=color[f], label=f) for f in families]
     if handles:
@@ -156,7 +159,7 @@ def plan_breakdown(estimates: "Mapping[str, training.TrainingEstimate]", *, ax=N
         if not isinstance(e, training.TrainingEstimate):
             raise Error(f"estimates[{k!r}] must be a TrainingEstimate, got {type(e).__name__}")
     labels = list(estimates)
-    fig, ax = axes(ax, (9, 0.55 * len(labels) + 1.9))
+    fig, ax = axes(ax, (6.4, 0.55 * len(labels) + 2.3))  # the column's width: shown at its own size
     seen: set[str] = set()
     longest = max(e.step_seconds for e in estimates.values())
     for i, label in enumerate(labels):
@@ -170,9 +173,12 @@ def plan_breakdown(estimates: "Mapping[str, training.TrainingEstimate]", *, ax=N
         ax.text(left + 0.01 * longest, i, f"MFU {100 * e.mfu:.0f}%", va="center", fontsize=9)
     ax.set_yticks(range(len(labels)), labels, fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlim(0, longest * 1.18)
+    ax.set_xlim(0, longest * 1.25)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(5))  # few enough ticks that their labels never touch
     ax.set_title("Where a training step's time goes (seconds per step)", fontsize=11)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=4, fontsize=9, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=9, frameon=False)
     fig.tight_layout()
     return fig
 
