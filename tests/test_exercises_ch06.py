@@ -38,6 +38,7 @@ def forward_flops(L, D, N, K, H, F, T=T):
 P70 = L70 * layer_params(D70, N70, K70, H70, F70) + 2 * V * D70 + D70
 FWD70 = forward_flops(L70, D70, N70, K70, H70, F70)
 FWD405 = forward_flops(L405, D405, N405, K405, H405, F405)
+FWD405_128K = forward_flops(L405, D405, N405, K405, H405, F405, T=131072)
 TRAIN70 = 3 * FWD70 * 15e12  # model FLOPs of 15T tokens
 
 
@@ -131,6 +132,13 @@ HAND = {
     "6.11": MEM_6_11 / 1e9,
     "6.12": TRAIN70 / (PEAK["h100"] * 0.40) / 3600 * PRICE["h100"],
     "6.13": 3 * FWD405 * 2**24 / (16384 * PEAK["h100"] * 0.41),
+    # 6.14: 380 TFLOP/s over PaLM's full-square count (the causal forward plus the other half of the scores,
+    # 2 T N H per layer) gives tokens/s; those tokens counted causally, over the 990 TFLOP/s peak, in %.
+    "6.14": 100 * 380e12 / (3 * (FWD405_128K + L405 * 2 * 131072 * N405 * H405)) * 3 * FWD405_128K / PEAK["h100"],
+    # 6.15: (15 / 4) / (m + 15 / 4) <= 0.1 needs m >= 33.75: 34 microbatches.
+    "6.15": 34,
+    # 6.16: ZB-H1 idles (p - 1)(F + B - 2W) = 15 x (1 + 2 - 2) = 15 forward-units against m (F + B) = 48 of work.
+    "6.16": 100 * 15 / (48 + 15),
 }
 # How close each hand derivation must come to the key (it drops the terms named above).
 REL = {"6.4": 0.005, "6.6": 0.005, "6.7": 0.005, "6.11": 1e-6}
@@ -141,9 +149,24 @@ def test_6_3_rule_gives_fifteen_before_rounding():
         pytest.approx(15.36, abs=0.01)
 
 
-def test_6_5_four_thousand_h100s_cannot_make_three_weeks_even_at_full_efficiency():
-    ideal_days = lambda n: TRAIN70 / (n * PEAK["h100"] * EFF_GPU) / 86400  # noqa: E731
-    assert ideal_days(4096) > 21 > ideal_days(8192)
+# 6.5 (25 days): 4096 GPUs miss even with every matmul at the fitted efficiency and nothing else in the step;
+# 8192 GPUs need only MFU >= TRAIN70 / (8192 x peak x 25 days) = 38.5%, against a fitted matmul efficiency of
+# 63.5%: the step may spend 40% of its time on exposed traffic, bubble and memory-bound work and still make it.
+# (The first statement asked for 21 days; the model's best 8192-GPU layout took 20.2, inside by 4%, so a reader
+# who charged the DP AllReduce and FSDP's gathers to the same NICs differently could land outside: the deadline
+# now sits well clear of both counts.)
+def ideal_days_6_5(n):
+    return TRAIN70 / (n * PEAK["h100"] * EFF_GPU) / 86400
+
+
+def test_6_5_four_thousand_h100s_cannot_make_25_days_even_at_full_efficiency():
+    assert ideal_days_6_5(4096) > 25 > ideal_days_6_5(8192)
+
+
+def test_6_5_eight_thousand_h100s_have_a_wide_margin():
+    needed_mfu = TRAIN70 / (8192 * PEAK["h100"] * 25 * 86400)
+    assert needed_mfu == pytest.approx(0.385, abs=0.002)
+    assert needed_mfu < 0.65 * EFF_GPU  # a third of the step may go to everything but matmuls
 
 
 def test_6_6_h100_costs_more_even_at_full_matmul_efficiency():
@@ -153,6 +176,15 @@ def test_6_6_h100_costs_more_even_at_full_matmul_efficiency():
 def test_6_8_bubble_slots_cross_twenty_percent_at_four():
     share = lambda v: (15 / v) / (16 + 15 / v)  # noqa: E731
     assert share(3) > 0.2 > share(4)
+
+
+def test_6_14_the_two_counts_differ_by_forty_percent_at_128k():
+    full = 3 * (FWD405_128K + L405 * 2 * 131072 * N405 * H405)
+    assert full / (3 * FWD405_128K) == pytest.approx(1.40, abs=0.01)
+
+
+def test_6_15_meta_16_microbatches_leave_a_fifth_of_the_step_idle():
+    assert 3.75 / (16 + 3.75) > 0.18 and 3.75 / (33 + 3.75) > 0.1 >= 3.75 / (34 + 3.75)
 
 
 def test_every_chapter_6_problem_has_a_hand_derivation():
