@@ -41,10 +41,10 @@ def smallest_fsdp_slice(model, chip, candidates):
     raise Error("no candidate chip count fits")
 
 
-@problem("6.3", title="How much tensor parallelism ICI can carry", unit="",
-         model="llama3-70b", chip="tpu-v5p",
+@problem("6.3", title="How much tensor parallelism a v5e axis can carry", unit="",
+         model="llama3-70b", chip="tpu-v5e",
          slips={2: "off by 2: an AllReduce moves about 2V / W, and there are 4 per layer (8 D b / W per token)"},
-         hint="TP hides behind compute while tp <= 6 P_layer W / (8 D b peak); round down to a power of two")
+         hint="TP hides behind compute while Y <= 6 P_layer W / (8 D beta C); round down to a power of two")
 def tp_limit(model, chip):
     return 2 ** math.floor(math.log2(training.max_tp_degree(preset(model), chip=chip)))
 
@@ -80,13 +80,14 @@ def chips_for_deadline(model, chip, tokens, days, batch_tokens, candidates):
     raise Error("no candidate chip count meets the deadline")
 
 
-@problem("6.6", title="TPU v5p or H100 on cost", unit="$", rel_tol=0.05,
+@problem("6.6", title="TPU v5p or H100 at negotiated prices", unit="$", rel_tol=0.05,
          model="llama3-70b", n_chips=4096, tokens=15e12, batch_tokens=2**22,
+         prices={"tpu-v5p": 2.50, "h100": 6.00},
          hint="cost = chip-hours x price = model FLOPs / (achieved FLOP/s per chip) / 3600 x price; the chip count cancels")
-def cheaper_chip(model, n_chips, tokens, batch_tokens):
+def cheaper_chip(model, n_chips, tokens, batch_tokens, prices):
     m = preset(model)
-    costs = [planner.plan(m, chip=c, chips=n_chips, batch_tokens=batch_tokens, seq_len=_T, top=1).best[0].cost_usd(tokens)
-             for c in ("tpu-v5p", "h100")]
+    costs = [planner.plan(m, chip=c, chips=n_chips, batch_tokens=batch_tokens, seq_len=_T, top=1).best[0]
+             .chip_hours(tokens) * price for c, price in prices.items()]
     return min(costs)
 
 
