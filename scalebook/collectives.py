@@ -47,7 +47,17 @@ the NICs (for an AllGather over a whole H100 cluster: V (M-1) / (M x 400 GB/s)).
 per AllGather or ReduceScatter, 2 (N - 1) per AllReduce, 1 per AllToAll or permute, on each
 switched network, at its latency per step (3.4 us NVLink, 14 us InfiniBand or DCN). When a group
 spans several networks (ICI/NVLink and DCN) the stages pipeline: T_bandwidth is the slowest
-network's time, and the latencies of every stage add. A collective over axes of total size 1
+network's time, and the latencies of every stage add.
+
+GPU groups across nodes: NCCL runs AllGather and ReduceScatter as one flat ring over all N ranks
+(its only algorithm for them when several GPUs of a node are in the group; NVLS and PAT aside),
+N - 1 steps of which M - 1 cross between nodes and N - M stay on NVLink (NCCL 2.30.7,
+src/graph/tuning.cc: nsteps = nRanks - 1, nInterSteps = nNodes - 1, latency = base +
+(nsteps - nInterSteps) x intraLat + nInterSteps x interLat). So over G GPUs per node in M nodes
+the latency is M (G - 1) NVLink steps + (M - 1) network steps, not the (G - 1) + (M - 1) of a
+hierarchical collective: at 1,536 A100s (192 nodes of 8) 1,344 x 3.4 us + 191 x 14 us = 7.2 ms
+per collective. AllReduce keeps the hierarchical count (NCCL also has a tree for it, whose
+latency grows with log2 of the nodes; the model does not price the tree). A collective over axes of total size 1
 costs 0.
 """
 from __future__ import annotations
@@ -245,6 +255,9 @@ def cost(kind: str, topology: Topology, *, axes: "str | Sequence[str]", bytes_: 
         w = min(a.bytes_per_s for a in switched) * min(a.bandwidth_efficiency for a in switched)
         share = math.prod(a.size for a in inner) if switched is outer else 1
         steps = {"all-gather": m - 1, "reduce-scatter": m - 1, "all-reduce": 2 * (m - 1)}.get(kind, 1)
+        if kind in ("all-gather", "reduce-scatter") and switched is not outer and outer:
+            # NCCL's flat ring over all ranks: each of the nodes' NVLink segments takes m - 1 steps
+            steps *= math.prod(a.size for a in outer)
         stages.append((_switched(kind, v / share, m, w), w, steps if m > 1 else 0,
                        max(a.latency_seconds for a in switched), switched[0].link))
     slowest = max(stages, key=lambda s: s[0])

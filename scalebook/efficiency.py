@@ -29,18 +29,17 @@ The tiles and engines, per chip kind (figures from `hardware.microarchitecture`)
 `eff_kernel` is the one remaining constant per chip family, fitted on published runs
 (`training.default_efficiency`): what a kernel achieves on whole waves of whole tiles.
 
-Status: the training step model (`scalebook.step`) does not use this module yet; it still
-charges every matmul the one fitted efficiency per chip family. Wiring it in needs
-`training.critical_batch_per_chip` to handle a compute time that is no longer linear in the batch.
+Where it is used: `scalebook.step` prices each layer's weight matmuls (QKV, output projection,
+MLP, experts) with `matmul_seconds` and scales the layer's matmul time by the ratio to the flat
+rate (`step._shape_ratio`; the backward pass takes the forward's ratio, attention's matmuls the
+flat rate). `eff_kernel` is then `training.default_efficiency`, refitted with
+`tools/fit_efficiency.py`. On the published runs (validation rows only) this lowered the median
+error from 9.3% to 8.3% (A100 8.6% to 7.3%); it does not explain the small models that run
+slower than predicted on H100 (MPT, +25..80%), whose matmuls fill their waves, nor the small
+Megatron models on A100 (+36% at 1.7B). `training.critical_batch_per_chip` solves its threshold
+numerically, since compute is no longer linear in the batch.
 Everything is vectorised over numpy arrays of M, K and N (the planner prices thousands of
 strategies at once).
-
-Status: `scalebook.step` does not use this module yet; it still prices matmuls at one fitted
-efficiency per chip family. Summing each layer's matmuls (QKV, attention scores and values, output
-projection, MLP, logits, and for the backward pass the activation- and weight-gradient matmuls)
-through `matmul_seconds` and refitting lowered the median error on the 17 published runs with a
-throughput from 17.0% to 15.6%, but the chapter 5 thresholds (`training.critical_batch_per_chip`)
-assume compute linear in the batch, which wave quantisation breaks; that is the next step.
 """
 from __future__ import annotations
 

@@ -167,7 +167,8 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
     if chip.is_tpu and run.dp > 1 and run.source == "maxtext2023configs":
         out.append("slices joined over the data-center network are laid out as one torus (the DCN hop is not priced)")
     if run.fsdp > 1 and run.source == "llama3herd2024":
-        out.append("the paper's FSDP keeps gathered weights from forward to backward; scalebook's fsdp gathers them twice")
+        out.append("the paper's FSDP keeps gathered weights from forward to backward; scalebook's fsdp gathers them twice"
+                   + (" for every pipeline microbatch" if run.pp > 1 else ""))
     per_replica = run.batch_tokens // (run.dp * run.fsdp)
     if run.fsdp > 1 and per_replica <= 8192:
         out.append(f"FSDP/ZeRO-3 over {run.fsdp} chips at {per_replica} tokens per replica: per-layer weight gathers "
@@ -180,10 +181,11 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
         out.append(f"long sequences ({run.seq_len} tokens): attention kernel efficiency is not shape-aware")
     m = run.model_config()
     if m.d_model <= 2560:
-        out.append(f"small matmuls (d_model {m.d_model}): one matmul efficiency for every shape")
+        out.append(f"small model (d_model {m.d_model}): matmuls priced by shape, but kernel launches and the "
+                   "framework's per-layer overheads are not priced")
     if m.routed_experts:
-        out.append(f"mixture of experts ({m.routed_experts} experts, {m.experts_per_token} per token): token dispatch "
-                   "and small per-expert matmuls")
+        out.append(f"mixture of experts ({m.routed_experts} experts, {m.experts_per_token} per token): the copies that "
+                   "permute tokens to and from their experts around the AllToAlls are not priced")
     if run.flash_attention is False:
         out.append("materialised attention scores and separate softmax kernels, priced as memory-bound work")
     anchors = _anchor_chips().get(chip_family(run.chip) if chip.is_tpu else "gpu", ())

@@ -4,10 +4,13 @@
 give the same numbers. Everything is per chip; the formulas, with tok = microbatch x T / cp tokens
 per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L_s / L:
 
-- compute of one microbatch on one stage: c = (3 F + R) x tok x f / (tp x peak x efficiency) plus
-  its memory-bound work (below),
-  F the forward matmul FLOPs per token (`transformer.flops_per_token` at T, causal) and R the
-  recomputed FLOPs per token of the remat policy;
+- compute of one microbatch on one stage: c = (3 F + R) x tok x f / (tp x peak x efficiency)
+  x ((1 - a) r + a) plus its memory-bound work (below),
+  F the forward matmul FLOPs per token (`transformer.flops_per_token` at T, causal), R the
+  recomputed FLOPs per token of the remat policy, a the attention matmuls' share of F (charged
+  the flat rate) and r >= 1 the weight matmuls' time priced by shape over their flat time
+  (`_shape_ratio`: tile and wave quantisation, HBM-bound small matmuls, `scalebook.efficiency`;
+  the backward pass takes the forward pass's r);
 - memory-bound (elementwise) work of a microbatch: per token and layer, the forward pass reads and
   writes 10 D elements in its norms and residual adds, 3 F (gated; 2 F plain) in the MLP
   activation, 2 (N + K) H in RoPE and, without flash attention, 2 N T in the softmax over the
@@ -57,7 +60,23 @@ step = (microbatches + bubble) x (c + exposed TP, EP, PP, FSDP, CP) + exposed DP
 and never less than any network's busy time (the sum of every collective on it in the step):
 where the windows hid more than a network can carry, the excess is charged to its busiest user.
 
-Collectives are priced exactly as `collectives.cost` prices them (tested to agree).
+Collectives are priced exactly as `collectives.cost` prices them (tested to agree), including
+NCCL's flat ring for AllGather and ReduceScatter over GPUs in several nodes (N - 1 steps, nodes
+- 1 of them over InfiniBand).
+
+ZeRO-3 at small batch, what stays unexplained: Narayanan et al. (2021, Table 2) measured DeepSpeed
+ZeRO-3 on 175B at a fixed 1,536-sequence batch fall from 144 to 88 to 44 TFLOP/s per A100 on
+384, 768 and 1,536 GPUs: the step stays near 67 s from 768 to 1,536 GPUs while the compute per
+GPU halves. With NCCL's ring latency (3.3 ms per gather over 1,536 GPUs, with LL128) and one
+collective per layer per pass, this model's FSDP traffic is about 7 s per step, hidden behind
+14 s of compute, so it predicts about 14 s (+375%). Physically there is more: DeepSpeed's ZeRO-3
+of that time issued one AllGather per parameter tensor and synchronised the device before each
+(`_allgather_param`, deepspeed/runtime/zero/partition_parameters.py, version 0.3.16 of April
+2021; bib key deepspeed), keeping tensors under its `param_persistence_threshold` of 1e5
+elements whole (four gathered matrices per GPT layer). Even with all of that exposed (4 matrices
+x 96 layers x 3 collectives: 9.3 s) the step would be about 23 s, not 67 s: the rest of the fall
+is not explained by latency or bandwidth the model can source, and the model does not reproduce
+it.
 """
 from __future__ import annotations
 
@@ -167,6 +186,10 @@ def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
     t_nvl = _switched(kind, v, g["m_nvl"], g["w_nvl"])
     t_dcn = _switched(kind, v / np.maximum(g["share"], 1.0), g["m_dcn"], g["w_dcn"])
     s_nvl, s_dcn = _steps(kind, g["m_nvl"]), _steps(kind, g["m_dcn"])
+    if kind in ("all-gather", "reduce-scatter"):
+        # NCCL's flat ring over every rank: N - 1 steps, nodes - 1 of them between nodes
+        # (`collectives.cost`, "GPU groups across nodes").
+        s_nvl = np.where(g["m_dcn"] > 1, g["m_dcn"] * s_nvl, s_nvl)
     switched = (s_nvl + s_dcn) > 0
     t = None
     for p in PROTOCOLS:  # NCCL's fastest protocol where a stage is switched (`collectives.cost`)
@@ -206,6 +229,13 @@ class ModelFacts:
     layer_dense_params: float  # all layers: everything but the routed experts
     layer_expert_params: float  # all layers: routed experts
     other_params: float  # embedding, unembedding, final norm
+    # matmul shapes of one layer (`_shape_ratio`)
+    q_width: int = 0  # N_q x H
+    dense_layers: int = 0
+    dense_d_ff: int = 0
+    expert_d_ff: int = 0
+    shared_experts: int = 0
+    mlp_inputs: int = 1  # 2 for a gated MLP (up and gate), 1 plain
 
 
 def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
@@ -230,7 +260,10 @@ def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
         elementwise_rest=act * (model.dense_layers * model.d_ff + model.moe_layers * moe_width) + rope * model.layers,
         score_elements_per_t=2.0 * model.heads * model.layers,
         layer_dense_params=p.total_params - experts - other,
-        layer_expert_params=experts, other_params=other)
+        layer_expert_params=experts, other_params=other,
+        q_width=model.heads * model.head_dim, dense_layers=model.dense_layers, dense_d_ff=model.d_ff,
+        expert_d_ff=model.expert_d_ff, shared_experts=model.shared_experts,
+        mlp_inputs=2 if model.mlp == "gated" else 1)
 
 
 def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str, dtype: str,
@@ -257,6 +290,46 @@ def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str,
             else:
                 rest += part
     return wide, rest
+
+
+# --- the matmuls' shapes -----------------------------------------------------------------------
+
+def _shape_ratio(facts: ModelFacts, chip, *, tokens, tp, ep, efficiency: float, peak_flops_per_s: float,
+                dtype_bytes: float) -> np.ndarray:
+    """Time of one layer's weight matmuls priced by shape over the same FLOPs at flat efficiency (>= 1).
+
+    Each forward weight matmul of a layer on one chip, with M = `tokens` of a microbatch:
+    QKV (M x D) @ (D x (N_q + 2 K) H / tp), output projection (M x N_q H / tp) @ (N_q H / tp x D),
+    MLP (M x D) @ (D x F / tp, twice for a gated MLP) and (M x F / tp) @ (F / tp x D); in a MoE
+    layer each of the chip's E / ep routed experts gets ep M k / E tokens (an even split) and runs
+    the MLP matmuls at F_e as one grouped launch, shared experts the MLP at S F_e on all M tokens.
+    Each is timed by `efficiency.matmul_seconds` (tile and wave quantisation; HBM-bound when small)
+    and the sum divided by 2 M N K / (peak x efficiency) summed over the same matmuls.
+    Simplifications: the backward pass's activation- and weight-gradient matmuls are charged the
+    forward pass's ratio, the attention matmuls (scores and values) and the logits none.
+    """
+    from . import efficiency as _eff
+    m = facts
+    tok, tp, ep = (np.asarray(x, dtype=float) for x in (tokens, tp, ep))
+    D = float(m.d_model)
+    shapes = []  # (layers, m, k, n, batch)
+    attn = ((tok, D, (m.q_width + 2 * m.kv_width) / tp, 1.0), (tok, m.q_width / tp, D, 1.0))
+    mlp = lambda rows, f, batch: ((rows, D, m.mlp_inputs * f / tp, batch), (rows, f / tp, D, batch))
+    if m.dense_layers:
+        shapes += [(m.dense_layers,) + mm for mm in attn + mlp(tok, float(m.dense_d_ff), 1.0)]
+    if m.moe_layers:
+        shapes += [(m.moe_layers,) + mm for mm in attn]
+        routed = np.maximum(1.0, ep * tok * m.experts_per_token / max(m.routed_experts, 1))
+        shapes += [(m.moe_layers,) + mm for mm in mlp(routed, float(m.expert_d_ff), m.routed_experts / ep)]
+        if m.shared_experts:
+            shapes += [(m.moe_layers,) + mm for mm in mlp(tok, float(m.shared_experts * m.expert_d_ff), 1.0)]
+    timed = flat = 0.0
+    for layers, a, k, n, batch in shapes:
+        a, k, n = (np.maximum(np.broadcast_to(x, tok.shape), 1.0) for x in (a, k, n))
+        timed = timed + layers * _eff.matmul_seconds(chip, a, k, n, eff_kernel=efficiency, dtype_bytes=dtype_bytes,
+                                                     peak_flops_per_s=peak_flops_per_s, batch=batch)
+        flat = flat + layers * 2 * batch * a * k * n / (peak_flops_per_s * efficiency)
+    return timed / flat
 
 
 # --- the step --------------------------------------------------------------------------------
@@ -332,7 +405,12 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     remat_tok = np.array(m.remat_flops_per_token)[remat]
     flop_tok = 3 * m.forward_flops_per_token + remat_tok
     rate = s.peak_flops_per_s * s.efficiency
-    c_matmul = flop_tok * tok * frac / (tp * rate)
+    # Weight matmuls priced by their shape (`_shape_ratio`); attention matmuls at the flat rate.
+    shapes, inverse = np.unique(np.stack([tok, tp, ep]), axis=1, return_inverse=True)  # few distinct shapes
+    ratio = _shape_ratio(m, s.topology.chip, tokens=shapes[0], tp=shapes[1], ep=shapes[2], efficiency=s.efficiency,
+                         peak_flops_per_s=s.peak_flops_per_s, dtype_bytes=b_act)[inverse.reshape(-1)]
+    attn_share = m.attention_flops_per_token / m.forward_flops_per_token
+    c_matmul = flop_tok * tok * frac / (tp * rate) * ((1 - attn_share) * ratio + attn_share)
     sel = (remat == POLICIES.index("selective")).astype(float)
     flash = 1.0 if s.flash_attention else 0.0
     passes = 3 + full

@@ -510,29 +510,50 @@ def critical_batch_per_chip(model: Transformer, *, strategy: Strategy, seq_len: 
     DP time and exposes of FSDP only the first gather of each microbatch (layer 0 and the
     embedding tables), which nothing precedes. Returns 0 when the strategy has no FSDP or DP
     traffic.
+
+    Compute is not linear in the batch: matmuls are priced by their shape (`step._shape_ratio`:
+    tile and wave quantisation, small matmuls bound by HBM), so a token costs more in a small
+    microbatch. B* is therefore found numerically: the compute per token is taken at a microbatch
+    of B* itself (in whole sequences per replica, at least the strategy's microbatch), starting
+    from the strategy's microbatch and repeating until the sequence count stops changing (at
+    most 30 rounds; the largest B* seen if it cycles between neighbouring counts).
     """
     model = _as_model(model)
     _instance('strategy', strategy, Strategy)
     topo = _resolve_topology(chip, chips, topology)
     mb = strategy.microbatch or 1
-    base = estimate(model, strategy=strategy.replace(microbatch=mb), seq_len=seq_len, batch_seqs=strategy.data * mb,
-                    topology=topo, efficiency=efficiency)
-    per_chip = base.batch_tokens / base.chips
-    compute = base.compute_seconds / per_chip  # per token per chip; comm does not depend on the batch
-    bwd = compute * _backward_share(base)
-    fwd = compute - bwd
-    layer = [c for c in base.collectives if c.parallelism == "fsdp" and c.per_layer]
-    gathers = sum(c.total_seconds for c in layer if c.kind == "all-gather") / 2  # forward's share
-    scatters = sum(c.total_seconds for c in layer if c.kind == "reduce-scatter")
-    shared = 0.0
-    if base.comm_seconds["dp"] and layer:
-        pl = base.placement
-        same = step._network(step.stack([step.describe(pl, "grad")]))[0] == \
-            step._network(step.stack([step.describe(pl, "fsdp")]))[0]
-        shared = (gathers + scatters) if same else 0.0
-    needs = [gathers / fwd, (gathers + scatters) / bwd,
-             (base.comm_seconds["dp"] + shared) / bwd if base.comm_seconds["dp"] else 0.0]
-    return max(needs)
+
+    def needed(seqs: int) -> float:
+        base = estimate(model, strategy=strategy.replace(microbatch=seqs), seq_len=seq_len,
+                        batch_seqs=strategy.data * seqs, topology=topo, efficiency=efficiency)
+        per_chip = base.batch_tokens / base.chips
+        compute = base.compute_seconds / per_chip  # per token per chip at this microbatch
+        bwd = compute * _backward_share(base)
+        fwd = compute - bwd
+        layer = [c for c in base.collectives if c.parallelism == "fsdp" and c.per_layer]
+        gathers = sum(c.total_seconds for c in layer if c.kind == "all-gather") / 2  # forward's share
+        scatters = sum(c.total_seconds for c in layer if c.kind == "reduce-scatter")
+        shared = 0.0
+        if base.comm_seconds["dp"] and layer:
+            pl = base.placement
+            same = step._network(step.stack([step.describe(pl, "grad")]))[0] == \
+                step._network(step.stack([step.describe(pl, "fsdp")]))[0]
+            shared = (gathers + scatters) if same else 0.0
+        needs = [gathers / fwd, (gathers + scatters) / bwd,
+                 (base.comm_seconds["dp"] + shared) / bwd if base.comm_seconds["dp"] else 0.0]
+        return max(needs), per_chip / seqs
+
+    seqs, seen = mb, {}
+    for _ in range(30):
+        b_star, per_seq = needed(seqs)
+        seen[seqs] = b_star
+        nxt = max(mb, math.ceil(b_star / per_seq - 1e-9))
+        if nxt == seqs:
+            return b_star
+        if nxt in seen:
+            return max(seen.values())
+        seqs = nxt
+    return max(seen.values())
 
 
 def _backward_share(e: TrainingEstimate) -> float:
@@ -660,8 +681,7 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
 def fit_runs(family: str) -> list:
     """The published runs the default efficiency of `family` ('tpu' or 'gpu') is fitted on.
 
-    Every run of that chip family whose `role` is 'fit' (`scalebook.runs`); where no run carries a
-    role yet, the family's anchor run named in `data/training_efficiency.json`.
+    Every run of that chip family whose `role` is 'fit' (`scalebook.runs`) and that reports a speed.
     """
     _text('family', family)
     from . import runs
@@ -670,7 +690,9 @@ def fit_runs(family: str) -> list:
         raise Error(f"unknown chip family {family!r}; valid: tpu, gpu")
     fits = [r for r in runs.published_runs() if getattr(r, "role", None) == "fit"
             and ("tpu" if _chip(r.chip).is_tpu else "gpu") == family and r.reported_tokens_per_s_per_chip()]
-    return fits or [runs.published_run(entry["run"])]
+    if not fits:
+        raise Error(f"no published run of chip family {family!r} has role 'fit' and a reported speed")
+    return fits
 
 
 def _run_estimate(run, efficiency: float) -> "TrainingEstimate":

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from scalebook import models, planner, training
+from scalebook import Error, models, planner, training
 from scalebook.strategy import Strategy
 from scalebook.topology import for_chips
 
@@ -178,13 +178,13 @@ def test_fit_runs_are_the_family_runs_marked_fit(monkeypatch):
     assert [r.id for r in training.fit_runs("tpu")] == ["palm-540b-tpuv4"]
 
 
-def test_without_roles_the_fit_falls_back_to_the_anchor_run(monkeypatch):
+def test_without_fit_runs_there_is_nothing_to_fit_on(monkeypatch):
     from scalebook import runs
 
     unmarked = tuple(_Marked(r, None) for r in runs.published_runs())
     monkeypatch.setattr(runs, "published_runs", lambda: unmarked)
-    assert [r.id for r in training.fit_runs("gpu")] == ["megatron-1t-a100"]
-    assert [r.id for r in training.fit_runs("tpu")] == ["palm-540b-tpuv4"]
+    with pytest.raises(Error, match="'gpu' has role 'fit'"):
+        training.fit_runs("gpu")
 
 
 def test_refit_minimises_the_median_absolute_log_error_over_the_fit_runs(monkeypatch):
