@@ -142,7 +142,9 @@ HAND = {
     "6.16": 100 * 15 / (48 + 15),
 }
 # How close each hand derivation must come to the key (it drops the terms named above).
-REL = {"6.4": 0.005, "6.6": 0.005, "6.7": 0.005, "6.11": 1e-6}
+# 6.7: the step model prices each matmul at a shape-aware efficiency (tile and wave quantisation of the TP8
+# shards), the hand derivation at the one fitted efficiency; they differ by about 1.5%.
+REL = {"6.4": 0.005, "6.6": 0.005, "6.7": 0.02, "6.11": 1e-6}
 
 
 def test_6_3_rule_gives_eighteen_before_rounding():
