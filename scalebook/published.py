@@ -166,7 +166,7 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
     chip = _chip(run.chip)
     if chip.is_tpu and run.dp > 1 and run.source == "maxtext2023configs":
         out.append("slices joined over the data-center network are laid out as one torus (the DCN hop is not priced)")
-    if run.fsdp > 1 and run.source == "llama3herd2024":
+    if run.fsdp > 1 and run.source == "llama3herd2024" and run.reshard_after_forward is not False:
         out.append("the paper's FSDP keeps gathered weights from forward to backward; scalebook's fsdp gathers them twice"
                    + (" for every pipeline microbatch" if run.pp > 1 else ""))
     per_replica = run.batch_tokens // (run.dp * run.fsdp)
@@ -176,7 +176,8 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
     if "remat" in run.inferred:
         out.append("the recompute policy is not stated as one of scalebook's none/selective/full (inferred or mapped)")
     if run.pp > 1 and (run.microbatch is None or run.virtual_stages is None):
-        out.append("pipeline microbatching or interleaving not published, defaults assumed")
+        out.append("pipeline microbatching or interleaving not published, defaults assumed (one sequence per "
+                   "microbatch, no interleaving: a bubble of pp - 1 microbatches)")
     if run.seq_len >= 16384:
         out.append(f"long sequences ({run.seq_len} tokens): attention kernel efficiency is not shape-aware")
     m = run.model_config()

@@ -44,7 +44,7 @@ from .models import Transformer, preset
 
 #: Strategy fields passed to `scalebook.training`, in `estimate_kwargs()["strategy_kwargs"]`.
 _STRATEGY_FIELDS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel",
-                    "microbatch", "remat", "zero", "flash_attention")
+                    "microbatch", "remat", "zero", "flash_attention", "reshard_after_forward")
 #: What a run is for: `fit` runs may tune the model's constants, `validation` runs only test it.
 ROLES = ("fit", "validation")
 #: Integer flags of `scalebook train-estimate`, in the order of its contract.
@@ -89,6 +89,8 @@ class PublishedRun:
     inferred: tuple[str, ...]
     notes: str
     role: str = "validation"
+    #: FSDP keeps gathered weights from forward to backward when False (`Strategy`); None: not stated.
+    reshard_after_forward: bool | None = None
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -186,6 +188,8 @@ class PublishedRun:
             args.append("--sequence-parallel")
         if self.flash_attention is False:
             args.append("--no-flash-attention")
+        if self.reshard_after_forward is False:
+            args.append("--no-reshard-after-forward")
         if self.microbatch is not None:
             args += ["--microbatch", str(self.microbatch)]
         args += ["--batch-seqs", str(self.batch_seqs), "--seq-len", str(self.seq_len), "--dtype", self.dtype]

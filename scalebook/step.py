@@ -20,8 +20,9 @@ per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L
 - TP: (4 + 2 if full remat) AllReduces of tok x D activations per layer over tp (sequence
   parallelism swaps each for an AllGather + ReduceScatter: the same time), plus the vocab-parallel
   embedding and logits: two more of tok x D and three of tok fp32 softmax statistics;
-- FSDP: per microbatch and layer, the layer's weights AllGathered twice (forward, backward) and their
-  gradients ReduceScattered once over fsdp (experts over the fsdp axes outside ep); the
+- FSDP: per microbatch and layer, the layer's weights AllGathered twice (forward, backward; once
+  when `reshard_after_forward` is off and the gathered weights are kept for the backward pass)
+  and their gradients ReduceScattered once over fsdp (experts over the fsdp axes outside ep); the
   embedding, unembedding and final norm gathered once and scattered once;
 - DP: gradients of the chip's shard AllReduced once per step over dp and cp;
 - PP: each microbatch's activations sent forward and their gradients back, once per virtual
@@ -389,6 +390,8 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     v, mb, remat = a["virtual_stages"].astype(float), a["microbatch"].astype(float), a["remat"].astype(int)
     sp, zero, sched = a["sp"].astype(float), a["zero"].astype(float), a["schedule"].astype(int)
     full = (remat == POLICIES.index("full")).astype(float)
+    # 1: FSDP gathers each layer again for the backward pass; 0: keeps it from the forward pass
+    rf = a["reshard_after_forward"].astype(float) if "reshard_after_forward" in a else np.ones_like(dp)
     T, D = float(s.seq_len), float(m.d_model)
     b_act = units.dtype_bytes(s.activation_dtype)
 
@@ -450,7 +453,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     fsdp_scatter = scatter_d + scatter_e
     fsdp_top = price("all-gather", g["fsdp"], top * s.param_bytes / tp) \
         + price("reduce-scatter", g["fsdp"], top * s.grad_bytes / tp)
-    t_fsdp = stage_layers * (2 * fsdp_gather + fsdp_scatter) + fsdp_top
+    t_fsdp = stage_layers * ((1 + rf) * fsdp_gather + fsdp_scatter) + fsdp_top
 
     efsdp = np.where(ep <= fsdp, fsdp / ep, 1.0)
     t_dp = price("all-reduce", g["grad"], dense_w * s.grad_bytes / (tp * fsdp)) \
@@ -495,7 +498,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     other = (np.where(net_tp == net_fsdp, tp_hidden, 0.0) + np.where(net_cp == net_fsdp, cp_hidden, 0.0)) / layers_s
     top_gather = price("all-gather", g["fsdp"], top * s.param_bytes / tp)
     exposed_fsdp_fwd = np.maximum(0.0, g_l + other * fwd_share - c_fwd / layers_s) * layers_s
-    exposed_fsdp_bwd = np.maximum(0.0, g_l + r_l + other * bwd_share - c_bwd / layers_s) * layers_s
+    exposed_fsdp_bwd = np.maximum(0.0, rf * g_l + r_l + other * bwd_share - c_bwd / layers_s) * layers_s
     exposed_fsdp = np.where(t_fsdp > 0, g_l + top_gather + exposed_fsdp_fwd + exposed_fsdp_bwd, 0.0)
     stage = c + exposed_tp + t_ep + t_pp + exposed_fsdp + exposed_cp
     bubble_slots = np.where(pp > 1, (pp - 1) / v, 0.0)
@@ -507,14 +510,14 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     t_dp_e = t_dp - t_dp_d
     bwd_traffic = {"tp": (net_tp, bwd_share * t_tp), "cp": (net_cp, bwd_share * t_cp),
                    "ep": (net_ep, bwd_share * t_ep), "pp": (net_pp, bwd_share * t_pp),
-                   "fsdp": (net_fsdp, layers_s * (g_l + r_l))}
+                   "fsdp": (net_fsdp, layers_s * (rf * g_l + r_l))}
     load = t_dp + sum(np.where((net == net_dp) & (net >= 0), t, 0.0) for net, t in bwd_traffic.values())
     exposed_dp = np.where(t_dp > 0, np.maximum(0.0, load - window), 0.0)
 
     # Busy time of each resource over the step: the compute stream and each network.
     traffic = {"tp": (net_tp, t_tp), "ep": (net_ep, t_ep), "pp": (net_pp, t_pp), "cp": (net_cp, t_cp),
-               "fsdp": (net_fsdp, stage_layers * (2 * gather_d + scatter_d) + fsdp_top),
-               "efsdp": (net_efsdp, stage_layers * (2 * gather_e + scatter_e))}  # per microbatch
+               "fsdp": (net_fsdp, stage_layers * ((1 + rf) * gather_d + scatter_d) + fsdp_top),
+               "efsdp": (net_efsdp, stage_layers * ((1 + rf) * gather_e + scatter_e))}  # per microbatch
     kinds = ("tp", "ep", "pp", "cp", "fsdp", "dp")
     busy = np.zeros((len(NETWORKS), len(kinds), len(c)))
     for k in range(len(NETWORKS)):
@@ -539,8 +542,11 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     expert_dp = data / (ep * efsdp)
     layer_dense = m.layer_dense_params / m.layers
     layer_expert = m.layer_expert_params / max(m.moe_layers, 1)
-    gathered_b = np.where(fsdp > 1, 2 * (layer_dense / tp) * s.param_bytes, 0.0) \
-        + np.where(efsdp > 1, 2 * layer_expert / (tp * ep) * s.param_bytes, 0.0)
+    # two layers' gathered weights (the one computing, the next arriving); without resharding after
+    # the forward pass every layer of the stage stays gathered until its backward pass
+    held = np.where(rf > 0, 2.0, stage_layers)
+    gathered_b = np.where(fsdp > 1, held * (layer_dense / tp) * s.param_bytes, 0.0) \
+        + np.where(efsdp > 1, held * layer_expert / (tp * ep) * s.param_bytes, 0.0)
     cps, cp_idx = np.unique(a["cp"], return_inverse=True)
     table = _act_table(s, cps)  # [cp, policy, (D-wide, rest)]
     wide, rest = table[cp_idx, remat, 0], table[cp_idx, remat, 1]

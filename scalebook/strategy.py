@@ -68,6 +68,11 @@ class Strategy:
     `tp_overlap`: TP collectives overlap the matmuls they feed (XLA's collective matmul, Megatron's
     TP communication overlap), at a compute slowdown while they run, where the TP group stays on
     ICI or NVLink (`scalebook.step`); default off: on the critical path.
+    `reshard_after_forward`: FSDP frees each layer's gathered weights after its forward pass and
+    gathers them again for the backward pass (PyTorch FSDP's `reshard_after_forward`, its default);
+    False keeps them from forward to backward: one gather per layer and microbatch instead of two,
+    the stage's gathered weights held whole meanwhile (as Llama 3 trained, Dubey et al. 2024,
+    sec. 3.3.2).
     """
 
     dp: int = 1
@@ -90,6 +95,7 @@ class Strategy:
     matmul_dtype: str = "bf16"
     flash_attention: bool = True
     tp_overlap: bool = False
+    reshard_after_forward: bool = True
     placement: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -97,6 +103,8 @@ class Strategy:
             _positive_int(name, getattr(self, name))
         if self.microbatch is not None:
             _positive_int("microbatch", self.microbatch)
+        if not isinstance(self.reshard_after_forward, bool):
+            raise Error(f"reshard_after_forward must be True or False, got {self.reshard_after_forward!r}")
         choose("pipeline schedule", self.schedule, SCHEDULES)
         choose("remat policy", self.remat, tuple(REMAT))
         if self.zero not in (0, 1, 2) or isinstance(self.zero, bool):
@@ -146,6 +154,8 @@ class Strategy:
             extra.append("SP")
         if self.tp_overlap and self.tp > 1:
             extra.append("TP overlap")
+        if not self.reshard_after_forward and self.fsdp > 1:
+            extra.append("no reshard")
         if self.pp > 1:
             extra.append(self.schedule + (f" v{self.virtual_stages}" if self.virtual_stages > 1 else ""))
         if self.matmul_dtype != "bf16":

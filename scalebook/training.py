@@ -353,7 +353,8 @@ def arrays(strategies: "list[Strategy]", micro: "list[int]") -> dict[str, np.nda
                 ep=col(lambda s: s.ep), cp=col(lambda s: s.cp), virtual_stages=col(lambda s: s.virtual_stages),
                 microbatch=np.array(micro), remat=col(lambda s: POLICY_NAMES.index(s.remat)),
                 sp=col(lambda s: int(s.sequence_parallel)), zero=col(lambda s: s.zero),
-                schedule=col(lambda s: step.SCHEDULE_INDEX[s.schedule]), tp_overlap=col(lambda s: int(s.tp_overlap)))
+                schedule=col(lambda s: step.SCHEDULE_INDEX[s.schedule]), tp_overlap=col(lambda s: int(s.tp_overlap)),
+                reshard_after_forward=col(lambda s: int(s.reshard_after_forward)))
 
 
 # --- estimate ----------------------------------------------------------------------------------
@@ -466,14 +467,16 @@ def _collectives(st: step.Setting, s: Strategy, pl: Placement, r: Mapping[str, f
         top * st.grad_bytes / s.tp, n, False)
     add("fsdp", "weights gathered before the forward pass", "all-gather", "fsdp", layer_w * st.param_bytes / s.tp,
         layers * n, True)
-    add("fsdp", "weights gathered again for the backward pass", "all-gather", "fsdp", layer_w * st.param_bytes / s.tp,
-        layers * n, True)
+    if s.reshard_after_forward:
+        add("fsdp", "weights gathered again for the backward pass", "all-gather", "fsdp",
+            layer_w * st.param_bytes / s.tp, layers * n, True)
     add("fsdp", "weight gradients reduce-scattered", "reduce-scatter", "fsdp", layer_w * st.grad_bytes / s.tp,
         layers * n, True)
     if m.moe_layers:
         ew = m.layer_expert_params / m.layers
-        add("fsdp", "expert weights gathered (forward and backward)", "all-gather", "expert_fsdp",
-            ew * st.param_bytes / (s.tp * s.ep), 2 * layers * n, True)
+        add("fsdp", "expert weights gathered (forward and backward)" if s.reshard_after_forward
+            else "expert weights gathered (forward, kept for backward)", "all-gather", "expert_fsdp",
+            ew * st.param_bytes / (s.tp * s.ep), (2 if s.reshard_after_forward else 1) * layers * n, True)
         add("fsdp", "expert gradients reduce-scattered", "reduce-scatter", "expert_fsdp",
             ew * st.grad_bytes / (s.tp * s.ep), layers * n, True)
     efsdp = s.fsdp // s.ep if s.ep <= s.fsdp else 1
