@@ -108,14 +108,15 @@ MTNLG_FWD = 2 * (105 * (4 * 20480 * 20480 + 2 * 20480 * 81920) + 20480 * 51200) 
 # parallelism, full remat. The stage with the most activations is the second: 8 layers (the first holds 7 and
 # the embedding, as Meta balances its pipeline) and 15 microbatches in flight under 1F1B with 16 stages.
 # Its state, sharded 8 x 128 ways: bf16 weights and gradients and 12 bytes of Adam state per parameter; plus
-# two gathered layers (bf16, 1/8 each). Activations: the bf16 input of each of its 8 layers, whole on every TP
+# the gathered weights: Meta's FSDP does not reshard after the forward pass (the runs table's
+# reshard_after_forward = false), so all 8 layers of the stage stay gathered until their backward (bf16, 1/8 each). Activations: the bf16 input of each of its 8 layers, whole on every TP
 # chip, for 15 microbatches, plus the layer being recomputed for one microbatch: the four D-wide tensors (its
 # input, two norm outputs, the residual after attention) whole, the rest split over TP: Q and the attention
 # output (N H each), K and V (K H each), gate, up and their product (F each), all bf16, and the fp32
 # log-sum-exp of the N heads (flash attention).
 STAGE405 = 8 * layer_params(D405, N405, K405, H405, F405)
 RECOMPUTED_LAYER = T * ((4 * D405 + (2 * N405 * H405 + 2 * K405 * H405 + 3 * F405) / 8) * 2 + 4 * N405 / 8)
-MEM_6_11 = STAGE405 / (8 * 128) * (2 + 2 + 12) + 2 * layer_params(D405, N405, K405, H405, F405) / 8 * 2 \
+MEM_6_11 = STAGE405 / (8 * 128) * (2 + 2 + 12) + 8 * layer_params(D405, N405, K405, H405, F405) / 8 * 2 \
     + 8 * 15 * T * D405 * 2 + RECOMPUTED_LAYER
 
 HAND = {
