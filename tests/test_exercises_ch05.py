@@ -1,4 +1,6 @@
 """Chapter 5's answer keys against hand derivations with literal numbers (not the package)."""
+import math
+
 import pytest
 
 from scalebook.exercises import check, get, problems
@@ -78,6 +80,15 @@ HAND = {
     # 5.14: 16 bytes/param over 8 GPUs is 141 GB > 80 GB; over 16 it is 70.6 GB, and with full remat
     # and small microbatches the rest fits.
     "5.14": 16,
+    # 5.15: the original's X_opt = sqrt(B N M_X / (F M_Y)) with B = 2^21, N = 8192, F = 28,672 (LLaMA-3 70B),
+    # M_X = 2, M_Y = 1: X = 1,094.7; the TP degree is N / X = 7.48.
+    "5.15": 8192 / (2**21 * 8192 * 2 / 28672) ** 0.5,
+    # 5.16: the AllReduce (2 x 2 P bytes over 3 x 180 GB/s) hides behind the last microbatch's backward
+    # (4 P b / C) when b >= C / (3 W) = 850 tokens: 2 sequences of 512 (1,024) pass, 1 (512) does not:
+    # 16 / 2 = 8 microbatches.
+    "5.16": 8,
+    # 5.17: 6 x 405e9 x 15e12 FLOPs over 90 days of one H100 at 40% of 990 TFLOP/s, rounded up.
+    "5.17": math.ceil(6 * 405e9 * 15e12 / (H100_BF16 * 0.40 * 90 * 86400)),
 }
 
 
@@ -88,6 +99,13 @@ def test_hand_numbers_behind_the_integer_answers():
     assert 1.75 / (16 + 1.75) <= 0.1 < 1.75 / (8 + 1.75)
     assert 512 < V5P_BF16 / (3 * V5P_ICI) < 1024
     assert 2 ** 21 / (V5P_BF16 / (8 * V5P_ICI)) >= 4096 and 4096 // 4 > 512
+
+
+def test_new_problems_hand_numbers():
+    assert V5P_BF16 / (3 * V5P_ICI) == pytest.approx(850)
+    assert 512 < 850 <= 1024
+    assert HAND["5.17"] == 11838
+    assert HAND["5.17"] / math.ceil(16 * 405e9 / 80e9) > 100  # far above the memory floor of 81 GPUs
 
 
 def test_collective_keys_pick_the_protocol_nccl_would():

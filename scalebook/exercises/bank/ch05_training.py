@@ -6,6 +6,8 @@ asks what the step model says, `training.estimate`. The page and the key share t
 """
 from __future__ import annotations
 
+import math
+
 from ... import hardware, planner, strategy, topology, training
 from ...errors import Error
 from ...models import preset
@@ -195,3 +197,38 @@ def fewest_gpus(model, chip, seqs, seq_len):
             continue
         return n
     raise Error("no chip count up to 128 fits")  # pragma: no cover
+
+
+@problem("5.15", title="The original's FSDP x TP split on 8192 v5p chips", unit="", model="llama3-70b",
+         chip="tpu-v5p", chip_count=8192, batch_tokens=2 ** 21, fsdp_axes=2, tp_axes=1,
+         slips={2.0: "X_opt = sqrt(B N M_X / (F M_Y)) is the FSDP degree; the TP degree is N / X_opt",
+                1.4142: "M_X = 2: FSDP spans two axes, TP one"})
+def original_tp_degree(model, chip, chip_count, batch_tokens, fsdp_axes, tp_axes):
+    from ...rules_of_thumb import training as rot
+    f = preset(model).d_ff
+    x = rot.fsdp_tp_best_fsdp_degree(batch_tokens=batch_tokens, chips=chip_count, d_ff=f, fsdp_axes=fsdp_axes,
+                                     tp_axes=tp_axes)
+    return chip_count / x
+
+
+@problem("5.16", title="How far can DP accumulate on a v5p cube?", unit="", model="llama3-8b", chip="tpu-v5p",
+         shape="4x4x4", seqs_per_chip=16, seq_len=512,
+         slips={2.0: "the AllReduce hides only behind the last microbatch's backward (4 P b / C): each microbatch "
+                     "needs C / W tokens per chip, with W summed over the three wrapped axes"})
+def dp_accumulation(model, chip, shape, seqs_per_chip, seq_len):
+    topo = topology.slice(chip, shape)
+    need = training.rule_of_thumb_batch_per_chip(chip, link="ici") / len(topo.axes)
+    best = 1
+    for per_mb in _powers_of_two_down(seqs_per_chip):
+        if per_mb * seq_len >= need:
+            best = seqs_per_chip // per_mb
+    return best
+
+
+@problem("5.17", title="Chips for a deadline, against chips for memory", unit="chip", params=405e9, tokens=15e12,
+         chip="h100", days=90, mfu=0.40,
+         slips={1 / 146: "that is the memory floor (16 P / HBM); the deadline asks for FLOPs"})
+def chips_for_deadline_rule(params, tokens, chip, days, mfu):
+    from ...rules_of_thumb import training as rot
+    one_chip_days = rot.training_days(model_flops=6 * params * tokens, chips=1, chip=chip, mfu=mfu)
+    return math.ceil(one_chip_days / days)

@@ -41,10 +41,10 @@ def smallest_fsdp_slice(model, chip, candidates):
     raise Error("no candidate chip count fits")
 
 
-@problem("6.3", title="How much tensor parallelism ICI can carry", unit="",
-         model="llama3-70b", chip="tpu-v5p",
+@problem("6.3", title="How much tensor parallelism a v5e axis can carry", unit="",
+         model="llama3-70b", chip="tpu-v5e",
          slips={2: "off by 2: an AllReduce moves about 2V / W, and there are 4 per layer (8 D b / W per token)"},
-         hint="TP hides behind compute while tp <= 6 P_layer W / (8 D b peak); round down to a power of two")
+         hint="TP hides behind compute while Y <= 6 P_layer W / (8 D beta C); round down to a power of two")
 def tp_limit(model, chip):
     return 2 ** math.floor(math.log2(training.max_tp_degree(preset(model), chip=chip)))
 
@@ -67,8 +67,8 @@ def pick_layout(model, chip, n_chips, batch_tokens):
                                  chips=n_chips).step_seconds for kw in LAYOUTS_6_4.values())
 
 
-@problem("6.5", title="Enough H100s for 70B in three weeks", unit="chip",
-         model="llama3-70b", chip="h100", tokens=15e12, days=21, batch_tokens=2**23, candidates=(2048, 4096, 8192, 16384),
+@problem("6.5", title="Enough H100s for 70B in 25 days", unit="chip",
+         model="llama3-70b", chip="h100", tokens=15e12, days=25, batch_tokens=2**23, candidates=(2048, 4096, 8192, 16384),
          hint="even at full matmul efficiency, days = model FLOPs / (N x peak x efficiency); the first N that can "
               "meet the target must also keep its best layout near compute-bound")
 def chips_for_deadline(model, chip, tokens, days, batch_tokens, candidates):
@@ -80,13 +80,14 @@ def chips_for_deadline(model, chip, tokens, days, batch_tokens, candidates):
     raise Error("no candidate chip count meets the deadline")
 
 
-@problem("6.6", title="TPU v5p or H100 on cost", unit="$", rel_tol=0.05,
+@problem("6.6", title="TPU v5p or H100 at negotiated prices", unit="$", rel_tol=0.05,
          model="llama3-70b", n_chips=4096, tokens=15e12, batch_tokens=2**22,
+         prices={"tpu-v5p": 2.50, "h100": 6.00},
          hint="cost = chip-hours x price = model FLOPs / (achieved FLOP/s per chip) / 3600 x price; the chip count cancels")
-def cheaper_chip(model, n_chips, tokens, batch_tokens):
+def cheaper_chip(model, n_chips, tokens, batch_tokens, prices):
     m = preset(model)
-    costs = [planner.plan(m, chip=c, chips=n_chips, batch_tokens=batch_tokens, seq_len=_T, top=1).best[0].cost_usd(tokens)
-             for c in ("tpu-v5p", "h100")]
+    costs = [planner.plan(m, chip=c, chips=n_chips, batch_tokens=batch_tokens, seq_len=_T, top=1).best[0]
+             .chip_hours(tokens) * price for c, price in prices.items()]
     return min(costs)
 
 
@@ -159,3 +160,36 @@ def cost_70b_h100(model, tokens, chip, mfu):
 def step_405b(model, chip, chip_count, batch_tokens, mfu):
     total = tr.flops_per_token(preset(model), seq_len=_T, causal=True).training_flops * batch_tokens
     return total / (chip_count * hardware.chip(chip).peak_flops_per_s("bf16") * mfu)
+
+
+@problem("6.14", title="Llama 3's long-context MFU, counted causally", unit="%", rel_tol=0.02,
+         model="llama3-405b", seq_len=131072, flops_per_s_per_gpu=380e12, chip="h100",
+         slips={1.4012: "that is the MFU over the full T x T square (380 TFLOP/s over the peak): convert to tokens "
+                        "per second with the full-square count first, then count those tokens causally",
+                1.9636: "converted the wrong way round: the full-square count gives fewer tokens per second, so "
+                        "the causal MFU is lower than 380 TFLOP/s over the peak"})
+def causal_mfu_128k(model, seq_len, flops_per_s_per_gpu, chip):
+    m = preset(model)
+    causal = tr.flops_per_token(m, seq_len=seq_len, causal=True).training_flops
+    full = tr.flops_per_token(m, seq_len=seq_len, causal=False).training_flops
+    tokens_per_s = flops_per_s_per_gpu / full
+    return 100 * tokens_per_s * causal / hardware.chip(chip).peak_flops_per_s("bf16")
+
+
+@problem("6.15", title="Microbatches for Meta's interleaved pipeline", unit="", pp=16, virtual_stages=4,
+         target=0.10,
+         slips={4.0: "with v virtual stages the bubble is (p - 1) / v slots: solve 3.75 / (m + 3.75) <= 0.1"})
+def meta_microbatches(pp, virtual_stages, target):
+    m = 1
+    while training.pipeline_bubble_fraction(pp=pp, microbatches=m, virtual_stages=virtual_stages) > target:
+        m += 1
+    return m
+
+
+@problem("6.16", title="Meta's pipeline under a zero-bubble schedule", unit="%", pp=16, microbatches=16,
+         slips={2.0323: "that is 1F1B's bubble; ZB-H1 idles (p - 1)(F + B - 2W), a third as much",
+                1.3125: "the bubble is a share of the whole step: idle / (work + idle), not idle / work"})
+def zero_bubble_share(pp, microbatches):
+    # With F : B : W = 1 : 2 : 1, ZB-H1 idles a third of 1F1B's (p - 1)(F + B): the same share as 1F1B with
+    # (p - 1) / 3 idle slots, which is what a 3-way interleave gives in the step model's formula.
+    return 100 * training.pipeline_bubble_fraction(pp=pp, microbatches=microbatches, virtual_stages=3)
