@@ -1,5 +1,5 @@
 """The reference pages cover the whole package: every public module in the API reference
-(book/api.md), every command in the CLI reference (book/cli.md), every name on the notation page
+(book/api/*.md, one page per module), every command in the CLI reference (book/cli.md), every name on the notation page
 real, and the package's docstrings readable by autodoc without warnings.
 
 `scalebook.cli` is documented as a module (main, build_parser, the helpers commands share); its
@@ -37,7 +37,8 @@ def plot_modules() -> list[str]:
 
 
 def automodules() -> list[str]:
-    text = (BOOK / "api.md").read_text(encoding="utf-8")
+    """Modules documented by an automodule directive on the API pages (book/api/*.md, one page each)."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted((BOOK / "api").glob("*.md")))
     return re.findall(r"^\.\. automodule:: scalebook\.(\S+)", text, re.M)
 
 

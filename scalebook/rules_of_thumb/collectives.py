@@ -1,4 +1,4 @@
-"""The original book's collective times (Austin et al. 2025, part 3), beside the exact forms of chapter 3.
+"""The original book's collective times (part 3 of Austin and others, 2025), beside the exact forms of chapter 3.
 
 The original prices collectives on a TPU axis in the large-N limit, without the (N-1)/N factor,
 with W the *bidirectional* rate of one axis (2 W_1, both links of a chip on a wrapped axis), and

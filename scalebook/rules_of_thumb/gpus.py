@@ -1,4 +1,4 @@
-"""The original book's GPU rules (Austin et al. 2025, part 12), beside chapter 2b's exact forms.
+"""The original book's GPU rules (part 12 of Austin and others, 2025), beside chapter 2b's exact forms.
 
 - data parallelism hides above C / W tokens per GPU (W the GPU's or the node's egress): the same
   rule as `training.rule_of_thumb_batch_per_chip`;
