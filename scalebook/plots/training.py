@@ -481,7 +481,7 @@ def strategy_map(models: Sequence["Transformer | str"] = ("llama3-8b", "llama3-7
             color = families.setdefault(fam, _FAMILY_COLORS[len(families) % len(_FAMILY_COLORS)])
             ax.add_patch(_rect(col, r, color))
             extra = e.strategy.remat if e.strategy.remat != "none" else "no remat"
-            ax.text(col + 0.5, r + 0.5, f"{_short(e.strategy)}\n{extra}, mb {e.microbatch_seqs}\nMFU "
+            ax.text(col + 0.5, r + 0.5, f"{_two_lines(_short(e.strategy))}\n{extra}, mb {e.microbatch_seqs}\nMFU "
                     f"{100 * e.mfu:.0f}%", ha="center", va="center", fontsize=9)
     ax.set_xlim(0, len(chips))
     ax.set_ylim(len(ms), 0)
@@ -495,6 +495,15 @@ def strategy_map(models: Sequence["Transformer | str"] = ("llama3-8b", "llama3-7
                  fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _two_lines(label: str, width: int = 16) -> str:
+    """A degrees label such as 'DP256·FSDP2·TP2·PP2·CP2' broken at a '·' when it is wider than a cell."""
+    parts = label.split("·")
+    if len(label) <= width or len(parts) < 2:
+        return label
+    half = max(range(1, len(parts)), key=lambda i: -abs(len("·".join(parts[:i])) - len("·".join(parts[i:]))))
+    return "·".join(parts[:half]) + "·\n" + "·".join(parts[half:])
 
 
 def _rect(col: int, row: int, color: str):
