@@ -274,7 +274,7 @@ def training_collectives(rows: Sequence[Mapping], *, ax=None):
         ax.text(r["compiled_bytes"] / scale + top / scale * 0.01, y - h / 2,
                 f"{_n(r['compiled_ops'], 'op')}, {_n(r['compiled_arrays'], 'array')}", va="center", fontsize=8)
     ax.set_yticks([len(rows) - 1 - i for i in range(len(rows))], [r["label"] for r in rows], fontsize=9)
-    ax.set_xlim(0, top / scale * 1.9)  # room for the count beside the longest bar
+    ax.set_xlim(0, top / scale * 2.4)  # room for the count beside the longest bar
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(5))

@@ -188,7 +188,7 @@ def decode_breakdown(estimates: "Mapping[str, inf.ServingEstimate]", *, ax=None)
                 f"{e.output_tokens_per_s_per_chip:,.0f} tok/s/chip", va="center", fontsize=9)
     ax.set_yticks(range(len(labels)), labels, fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlim(0, longest * 1.55)
+    ax.set_xlim(0, longest * 2.0)  # room for the latency and rate beside the longest bar
     ax.set_xlabel("milliseconds per decode step")
     ax.set_title("Where a decode step's time goes", fontsize=11)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4, fontsize=9, frameon=False)

@@ -173,7 +173,7 @@ def plan_breakdown(estimates: "Mapping[str, training.TrainingEstimate]", *, ax=N
         ax.text(left + 0.01 * longest, i, f"MFU {100 * e.mfu:.0f}%", va="center", fontsize=9)
     ax.set_yticks(range(len(labels)), labels, fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlim(0, longest * 1.25)
+    ax.set_xlim(0, longest * 1.5)  # room for the MFU beside the longest bar
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(5))  # few enough ticks that their labels never touch
