@@ -7,6 +7,8 @@ the figures draw, so a notebook can compute once, quote the numbers and draw the
 """
 from __future__ import annotations
 
+import textwrap
+
 from ._axes import axes
 
 from typing import Mapping, Sequence
@@ -159,7 +161,9 @@ def plan_breakdown(estimates: "Mapping[str, training.TrainingEstimate]", *, ax=N
         if not isinstance(e, training.TrainingEstimate):
             raise Error(f"estimates[{k!r}] must be a TrainingEstimate, got {type(e).__name__}")
     labels = list(estimates)
-    fig, ax = axes(ax, (6.4, 0.55 * len(labels) + 2.3))  # the column's width: shown at its own size
+    shown = [textwrap.fill(k, 30) for k in labels]  # a long plan label would squeeze the bars to nothing
+    lines = sum(s.count("\n") + 1 for s in shown)
+    fig, ax = axes(ax, (6.4, 0.35 * lines + 0.25 * len(labels) + 2.3))  # the column's width: shown at its own size
     seen: set[str] = set()
     longest = max(e.step_seconds for e in estimates.values())
     for i, label in enumerate(labels):
@@ -171,7 +175,7 @@ def plan_breakdown(estimates: "Mapping[str, training.TrainingEstimate]", *, ax=N
             seen.add(part)
             left += sec
         ax.text(left + 0.01 * longest, i, f"MFU {100 * e.mfu:.0f}%", va="center", fontsize=9)
-    ax.set_yticks(range(len(labels)), labels, fontsize=9)
+    ax.set_yticks(range(len(labels)), shown, fontsize=9)
     ax.invert_yaxis()
     ax.set_xlim(0, longest * 1.5)  # room for the MFU beside the longest bar
     from matplotlib.ticker import MaxNLocator
