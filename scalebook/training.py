@@ -560,7 +560,11 @@ def critical_batch_per_chip(model: Transformer, *, strategy: Strategy, seq_len: 
             first = sum(c.seconds for c in base.collectives if c.parallelism == "fsdp" and c.kind == "all-gather"
                         and (not c.per_layer or "before the forward" in c.purpose))
             dp_same = base.comm_seconds["dp"] if shared else 0.0
-            needs.append((fsdp_all + dp_same - first - base.optimizer_seconds) / compute)
+            net = lambda group: step._network(step.stack([step.describe(base.placement, group)]))[0]  # noqa: E731
+            # TP and CP traffic hidden under compute on the same network occupies it too
+            hidden = sum(base.comm_seconds[k] - base.exposed_seconds[k] for k in ("tp", "cp")
+                         if base.comm_seconds[k] and net(k) == net("fsdp"))
+            needs.append((fsdp_all + dp_same + hidden - first - base.optimizer_seconds) / compute)
         return max(needs), per_chip / seqs
 
     seqs, seen = mb, {}

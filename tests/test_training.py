@@ -293,7 +293,8 @@ def test_memory_per_chip_never_rises_when_a_degree_grows(kind, log_a, log_b, rem
 
 @pytest.mark.parametrize("strategy, chip, chips", [(Strategy(fsdp=64), "tpu-v5p", 64),
                                                    (Strategy(dp=64), "h100", 64),
-                                                   (Strategy(fsdp=32, tp=8), "h100", 256)])
+                                                   (Strategy(fsdp=32, tp=8), "h100", 256),
+                                                   (Strategy(fsdp=16, tp=4, tp_overlap=True), "tpu-v5p", 64)])
 def test_estimate_turns_compute_bound_at_the_critical_batch(strategy, chip, chips):
     model = models.preset("llama3-8b")
     seq = 128
@@ -309,8 +310,8 @@ def test_estimate_turns_compute_bound_at_the_critical_batch(strategy, chip, chip
                     and ("before the forward" in c.purpose or "embedding" in c.purpose)) * e.microbatches
         return e.exposed_seconds["fsdp"] - first + e.exposed_seconds["dp"]
 
-    assert exposed(0.7) > 1e-12
-    assert exposed(1.3) == pytest.approx(0, abs=1e-12)
+    assert exposed(0.9) > 1e-12
+    assert exposed(1.1) == pytest.approx(0, abs=1e-12)
 
 
 def test_rule_of_thumb_is_peak_over_bandwidth_for_bf16():
