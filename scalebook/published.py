@@ -200,8 +200,9 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
         out.append(f"small model (d_model {m.d_model}): matmuls priced by shape, but kernel launches and the "
                    "framework's per-layer overheads are not priced")
     if m.routed_experts:
-        out.append(f"mixture of experts ({m.routed_experts} experts, {m.experts_per_token} per token): the copies that "
-                   "permute tokens to and from their experts around the AllToAlls are not priced")
+        out.append(f"mixture of experts ({m.routed_experts} experts, {m.experts_per_token} per token): tokens taken as "
+                   "split evenly over the experts (no capacity factor or imbalance priced) and the dispatcher's "
+                   "AllToAlls on the critical path, not overlapped with the experts' compute")
     if run.source == "mosaicml2024llmfoundry" and run.chip == "h100":
         out.append("software stack not modelled: PyTorch FSDP with autocast bf16 and Triton FlashAttention reach "
                    "less of an H100's peak than the NeMo/Megatron runs the same GPU constant is fitted on")
