@@ -92,6 +92,11 @@ def dp_min_batch_per_gpu_model_parallel(*, model_parallel: int, gpus_per_node: i
     Each GPU synchronises 1/m of the weights. Inside the node that divides the NVLink stage by
     min(m, g); across nodes the node's egress W_node carries g / max(m, g) of a replica's bytes,
     so only model parallelism that spans nodes (m > g) lowers the scale-out bound. Large-N form.
+
+    The NVLink term is the original's; once m >= g no two GPUs of a node hold the same shard, so
+    nothing is reduced over NVLink and the exact bound is C / (m W_IB), each GPU reducing with its
+    peers in other nodes through its own NIC (chapter 2b: 155 tokens for Llama 3 405B's m = 128 on
+    H100s, where this form gives 275).
     """
     m, g = _count("model_parallel", model_parallel), _count("gpus_per_node", gpus_per_node)
     require_positive(flops_per_s=flops_per_s, gpu_bytes_per_s=gpu_bytes_per_s, node_bytes_per_s=node_bytes_per_s)
