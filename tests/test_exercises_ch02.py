@@ -39,6 +39,11 @@ HAND = {
     "2.15": 40e9 / 4 / 16e9,
     # 16x16 v5e pod with wraparound on both axes: (0, 0) -> (15, 15) is one hop back on each axis
     "2.16": 2,
+    # the reverse of 2.14: VMEM time <= compute time when bytes <= 2e10 x (22 x 820e9) / 197e12 (v5e), in GB
+    "2.17": 2e10 * 22 * 820e9 / 197e12 / 1e9,
+    # 27e9 x 2 B: one v5p reads 54 GB at 2.8e12 B/s; four v5e read 13.5 GB each at 820e9 B/s at once
+    # ratio = (54e9 / 2.8e12) / (13.5e9 / 820e9) = 4 x 820e9 / 2.8e12
+    "2.18": (54e9 / 2.8e12) / (13.5e9 / 820e9),
 }
 
 IDS = sorted(HAND, key=lambda s: int(s.split(".")[1]))
