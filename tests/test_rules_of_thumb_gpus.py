@@ -73,3 +73,14 @@ def test_new_rules_reject_bad_counts():
                                                gpu_bytes_per_s=1.0, node_bytes_per_s=1.0)
     with pytest.raises(Error, match="group must divide"):
         rg.ragged_destination_fraction(experts=10, experts_per_token=2, group=4)
+
+
+def test_ep_bound_has_two_regimes():
+    kw = dict(experts_per_token=8, gpus_per_node=8, flops_per_s=990e12, node_bytes_per_s=400e9)
+    alpha = 990e12 / 400e9  # 2475
+    # Z = 64 <= g k = 64: alpha (64 - 8) / 8 = 7 alpha = 17,325
+    assert rg.ep_min_expert_width(ep=64, **kw) == pytest.approx(7 * alpha)
+    # Z = 1024 >> g k: alpha (1024 - 8) x (64 / 1024) / 8 = 8 alpha x 1016 / 1024, close to 8 alpha
+    assert rg.ep_min_expert_width(ep=1024, **kw) == pytest.approx(8 * alpha * 1016 / 1024)
+    # inside one node nothing crosses InfiniBand
+    assert rg.ep_min_expert_width(ep=8, **kw) == 0.0

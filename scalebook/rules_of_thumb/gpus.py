@@ -126,3 +126,25 @@ def ragged_destination_fraction(*, experts: int, experts_per_token: int, group: 
     if e % n:
         raise Error(f"group must divide experts = {e} (experts spread evenly), got {n}")
     return 1 - comb(e - e // n, k) / comb(e, k)
+
+
+def ep_min_expert_width(*, ep: int, experts_per_token: int, gpus_per_node: int, flops_per_s: float,
+                        node_bytes_per_s: float) -> float:
+    """The original's expert-parallel bound across nodes: an expert's width F above which its
+    matmuls hide the two AllToAlls, with Z = `ep` GPUs over Z / g nodes,
+
+        F > (C / W_node) (Z - g) min(g k / Z, 1) / k.
+
+    Compute per token is 4 k D F / Z per GPU against 4 D (Z - g) / (W Z) min(g k / Z, 1) of
+    AllToAll (only the (Z - g) / Z of destinations outside the node cross it; a token reaches at
+    most k of the Z / g nodes). Two regimes: a little EP across nodes (Z <= g k) needs
+    F > alpha (Z - g) / k, which grows with Z; a lot (Z >> g k) needs F > g alpha (Z - g) / Z,
+    which levels off at g alpha (alpha = C / W_node). Returns 0 inside one node (Z <= g).
+    Chapter 2b's forward-pass rule, `collectives.ep_forward_min_expert_width`, sends every routed
+    token through the GPU's own NIC instead: F_e >= (beta / 3) C / W_IB.
+    """
+    z, k, g = _count("ep", ep), _count("experts_per_token", experts_per_token), _count("gpus_per_node", gpus_per_node)
+    require_positive(flops_per_s=flops_per_s, node_bytes_per_s=node_bytes_per_s)
+    if z <= g:
+        return 0.0
+    return flops_per_s / node_bytes_per_s * (z - g) * min(g * k / z, 1.0) / k
