@@ -157,3 +157,22 @@ def v5p_or_four_v5e(params, dtype, big, small, small_chips):
     if params * units.dtype_bytes(dtype) / small_chips > chip(small).hbm_bytes:
         raise ValueError("the quarter must fit in a v5e's HBM for the question to hold")
     return one / four
+
+
+@problem("2.19", title="The largest model a v5e slice decodes in 10 ms", unit="", chip_name="tpu-v5e", shape="4x4",
+         seconds=0.01, dtype="bf16",
+         hint="two limits: the weights must fit in the slice's HBM, and each chip must read its share within the time")
+def largest_model_v5e(chip_name, shape, seconds, dtype):
+    topo = topology.slice(chip_name, shape)
+    c = topo.chip
+    by_time = seconds * c.hbm_bytes_per_s * topo.num_chips / units.dtype_bytes(dtype)
+    by_memory = c.hbm_bytes * topo.num_chips / units.dtype_bytes(dtype)
+    return min(by_time, by_memory) / 1e9  # billions of parameters
+
+
+@problem("2.20", title="How many chips to cross DCN in time", unit="chip", bytes_=40e9, chip_name="tpu-v5p",
+         seconds=0.04, hint="each chip sends its share through its share of its host's NIC: chips >= bytes / (time x per-chip DCN)")
+def chips_for_dcn(bytes_, chip_name, seconds):
+    # the reverse of 2.7: the fewest chips whose DCN shares move the array within the time
+    need = bytes_ / (seconds * chip(chip_name).dcn_bytes_per_s)
+    return math.ceil(need - 1e-9)
