@@ -1,4 +1,5 @@
-"""Sentences of chapters 7 and 8 that depend on a computed outcome, written for every outcome.
+"""Sentences of chapters 7 and 8 (and chapter 1's compiler check) that depend on a computed outcome,
+written for every outcome.
 
 A chapter that glues "Only A, B can meet it; for C the floor is too slow" reads wrong when every
 chip passes ("for none the floor is too slow"). Each function here takes the computed values and
