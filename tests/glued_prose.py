@@ -12,7 +12,10 @@ Where the values come from, without running any page:
 - otherwise the values recorded in the committed Colab notebook (`scalebook.glued`), which
   `test_generated_notebook_is_up_to_date` keeps in step with the page, completed by a stale
   `build/glue/` entry for the names the notebook does not carry (worked solutions).
-A sentence with a glue name found in neither is skipped (`unresolved`).
+A sentence with a glue name found in neither is skipped (`unresolved`). With
+SCALEBOOK_GLUED_PROSE_EXECUTE=1 every page is instead read at its current values
+(`make_notebooks.glued_values`: the cache when fresh, otherwise the page is run once), so the
+worked solutions' prose is checked too; `make notebooks` leaves the same cache behind.
 
 The rules (each returns a message, or None):
 - `times_rule`: "N times / Nx faster, larger, more, sooner..." with a glued N <= 1;
@@ -28,6 +31,7 @@ The rules (each returns a message, or None):
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -59,7 +63,10 @@ def plain(text: str) -> str:
 
 
 def glue_values(md: Path) -> dict[str, str]:
-    """The page's glued values (see the module docstring), without executing it."""
+    """The page's glued values (see the module docstring), without executing it unless
+    SCALEBOOK_GLUED_PROSE_EXECUTE=1."""
+    if os.environ.get("SCALEBOOK_GLUED_PROSE_EXECUTE") == "1":
+        return make_notebooks.glued_values(md)
     cache = ROOT / make_notebooks.CACHE / (md.parent.name + "-" + md.stem + ".json")
     cached = json.loads(cache.read_text()) if cache.exists() else {}
     if cached and cached.get("fingerprint") == make_notebooks._fingerprint(md):

@@ -94,3 +94,9 @@ def test_no_page_contradicts_its_glued_numbers(md):
     assert sents or missing, "a page with glued prose renders no sentence"
     found = gp.problems(sents)
     assert not found, "glued prose that contradicts itself:\n" + "\n".join(found)
+
+
+def test_execute_mode_reads_the_current_values(monkeypatch, tmp_path):
+    monkeypatch.setenv("SCALEBOOK_GLUED_PROSE_EXECUTE", "1")
+    monkeypatch.setattr(gp.make_notebooks, "glued_values", lambda md: {"fresh": "1.5"})
+    assert gp.glue_values(tmp_path / "page.md") == {"fresh": "1.5"}
