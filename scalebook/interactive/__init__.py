@@ -1,0 +1,32 @@
+"""Interactive figures: each chapter's central question as a figure the reader can move.
+
+One function per figure, named after what it shows; each returns an `InteractiveFigure`:
+
+    from scalebook import interactive
+    interactive.roofline()          # chapter 1: chip, dtype, batch
+
+Displayed in the book build it is a Vega-Lite chart over values the package computed for every
+setting of its controls (no server, no network: the site serves the Vega scripts itself); in
+Jupyter or Colab it is live, its controls calling the package for any setting (ipywidgets).
+Nothing here imports Altair, ipywidgets or matplotlib until a figure is drawn
+(`pip install 'scalebook[interactive]'`). `_figure.py` explains the model, `_site.py` the page,
+`_live.py` the notebook version.
+"""
+from __future__ import annotations
+
+from ._figure import Control, InteractiveFigure, SITE_ENV
+
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "figures"]
+
+
+def roofline() -> InteractiveFigure:
+    """Chapter 1: the roofline of a chip in a dtype, and `[B, 8192] x [8192, 8192]` on it as the batch
+    moves (`scalebook.interactive.rooflines`)."""
+    from . import rooflines
+
+    return rooflines.figure()
+
+
+def figures() -> dict[str, InteractiveFigure]:
+    """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
+    return {f.name: f for f in (roofline(),)}
