@@ -194,7 +194,19 @@ class InteractiveFigure:
         return live(self)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"text/html": self.site_html(), "text/plain": f"{self.title}: {self.caption}"}
+        """The site version; outside the book build, without Altair, the static picture and the
+        line that installs what the interactive version needs."""
+        text = f"{self.title}: {self.caption}"
+        try:
+            return {"text/html": self.site_html(), "text/plain": text}
+        except ImportError:
+            if os.environ.get(SITE_ENV):
+                raise
+        from ._site import fallback_png
+
+        png, _ = fallback_png(self)
+        hint = " (for the interactive version: pip install 'scalebook[interactive]')"
+        return {"image/png": png, "text/plain": text + hint} if png else {"text/plain": text + hint}
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -203,7 +215,7 @@ class InteractiveFigure:
             try:
                 display(self.live())
                 return
-            except ImportError:  # no ipywidgets or altair: the site version (its static fallback)
+            except ImportError:  # no ipywidgets or altair: the site version or the static picture
                 pass
         display(self._repr_mimebundle_(), raw=True)
 
