@@ -58,14 +58,17 @@ class Live:
         self._draw()
 
     def _draw(self) -> None:
+        from IPython import get_ipython
         from IPython.display import display
 
         self.rows = self.fig.rows(**self.setting)
         self.readout = self.fig.readout(**self.setting)
-        chart = self.fig.chart(self.rows, filters=False).properties(description=self.fig.alt)
+        self.chart = self.fig.chart(self.rows, filters=False).properties(description=self.fig.alt)
+        if get_ipython() is None:  # not in a notebook (a script, a test): nothing to draw into
+            return
         self.output.clear_output(wait=True)
         with self.output:
-            display(chart)
+            display(self.chart)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

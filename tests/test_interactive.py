@@ -1,0 +1,204 @@
+"""scalebook.interactive: every value an interactive figure shows is the package's, on the site
+(the grid embedded in the page) and live (ipywidgets), pinned against hand derivations from the
+chips' published figures. The browser pass of tools/browser_check.py operates the controls."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("altair")
+pytest.importorskip("ipywidgets")
+
+from scalebook import Error, hardware, interactive, roofline  # noqa: E402
+from scalebook.interactive import _site  # noqa: E402
+from scalebook.interactive._figure import Control, InteractiveFigure  # noqa: E402
+
+#: The budget of data one interactive figure adds to its page (spec, grid, fallback picture).
+PAGE_BUDGET_BYTES = 300_000
+
+# TPU v5e, bf16 (Google Cloud's v5e page, as in scalebook/data): 197 TFLOP/s, 820 GB/s of HBM.
+V5E_PEAK, V5E_HBM = 197e12, 820e9
+
+
+@pytest.fixture(scope="module")
+def fig():
+    return interactive.roofline()
+
+
+def _readout_row(rows):
+    (row,) = [r for r in rows if r["kind"] == "readout"]
+    return row
+
+
+# ------------------------------------------------------------------ chapter 1: the roofline
+def test_roofline_matmul_below_the_critical_batch_is_memory_bound_by_hand(fig):
+    """[128, 8192] x [8192, 8192] in bf16 on a v5e: 2BDF FLOPs over 2(BD + DF + BF) bytes is
+    128 x 8192 / 8448 = 124 FLOP/B, under the 197e12 / 820e9 = 240 FLOP/B corner, so it runs at
+    124 x 820 GB/s = 102 TFLOP/s, 52% of peak."""
+    intensity = 128 * 8192 / (2 * 128 + 8192)
+    attained = intensity * V5E_HBM
+    text = fig.readout(chip="tpu-v5e", dtype="bf16", batch=128)
+    assert text == (f"TPU v5e, bf16, batch 128: intensity {intensity:.0f} FLOP/B, corner {V5E_PEAK / V5E_HBM:.0f} FLOP/B\n"
+                    f"memory-bound: {attained / 1e12:.0f} TFLOP/s, {100 * attained / V5E_PEAK:.0f}% of peak "
+                    f"(critical batch {V5E_PEAK / V5E_HBM:.0f})")
+    row = _readout_row(fig.rows(chip="tpu-v5e", dtype="bf16", batch=128))
+    assert row["bound"] == "memory"
+    assert row["x"] == pytest.approx(intensity, rel=1e-3)
+    assert row["tflops"] == pytest.approx(attained / 1e12, rel=1e-3)
+
+
+def test_roofline_bound_changes_between_batch_128_and_256_on_a_v5e(fig):
+    """At B = 256 the intensity is 256 x 8192 / 8704 = 241 FLOP/B, just past the 240 corner:
+    compute-bound at the full 197 TFLOP/s (what the caption asks the reader to find)."""
+    assert 256 * 8192 / (2 * 256 + 8192) > V5E_PEAK / V5E_HBM > 128 * 8192 / (2 * 128 + 8192)
+    row = _readout_row(fig.rows(chip="tpu-v5e", dtype="bf16", batch=256))
+    assert row["bound"] == "compute"
+    assert row["tflops"] == pytest.approx(V5E_PEAK / 1e12)
+    assert "compute-bound: 197 TFLOP/s, 100% of peak" in row["text"]
+
+
+def test_roofline_roof_is_bandwidth_times_intensity_then_the_peak(fig):
+    rows = [r for r in fig.rows(chip="tpu-v5e", dtype="bf16", batch=64) if r["kind"] == "roof"]
+    assert [r["x"] for r in rows] == pytest.approx([0.5, V5E_PEAK / V5E_HBM, 2e4], rel=1e-3)
+    assert [r["tflops"] for r in rows] == pytest.approx([0.5 * V5E_HBM / 1e12, 197, 197], rel=1e-3)
+    assert all("batch" not in r for r in rows)  # the roof does not depend on the batch
+
+
+@pytest.mark.parametrize("chip,dtype,batch", [("h100", "fp8", 512), ("tpu-v6e", "int8", 2048),
+                                              ("a100", "bf16", 1), ("tpu-7x", "fp8", 8192)])
+def test_roofline_grid_equals_direct_package_calls(fig, chip, dtype, batch):
+    mm = roofline.matmul(chip, batch=batch, d_model=8192, d_ff=8192, dtype=dtype)
+    (row,) = [r for r in fig.grid() if r["kind"] == "readout" and (r["chip"], r["dtype"], r["batch"]) == (chip, dtype, batch)]
+    assert row["x"] == pytest.approx(mm.intensity_flops_per_byte, rel=1e-3)
+    assert row["tflops"] == pytest.approx(mm.flops / mm.lower_seconds / 1e12, rel=1e-3)
+    assert row["bound"] == mm.bound
+    assert f"critical batch {roofline.critical_batch(chip, dtype):,.0f}" in row["text"]
+
+
+def test_roofline_grid_has_one_readout_per_setting_and_one_roof_per_chip_and_dtype(fig):
+    grid = fig.grid()
+    n_chips, n_dtypes, n_batches = len(hardware.chip_names()), 3, 14
+    assert sum(r["kind"] == "readout" for r in grid) == n_chips * n_dtypes * n_batches
+    assert sum(r["kind"] == "roof" for r in grid) == n_chips * n_dtypes * 3
+
+
+def test_roofline_readout_has_no_e_notation_or_long_floats(fig):
+    for row in fig.grid():
+        if row["kind"] == "readout":
+            assert not re.search(r"\de[+-]?\d|\d\.\d{3,}", row["text"]), row["text"]
+
+
+# ------------------------------------------------------------------ the site version
+@pytest.mark.parametrize("name", sorted(interactive.figures()))
+def test_each_figure_fits_its_page_budget(name):
+    size = _site.embedded_bytes(interactive.figures()[name])
+    assert size < PAGE_BUDGET_BYTES, f"{name}: {size} bytes embedded"
+
+
+def test_site_spec_embeds_the_grid_and_binds_one_input_per_control(fig):
+    spec = fig.site_chart().to_dict()
+    assert spec["data"]["values"] == json.loads(json.dumps(fig.grid()))  # once, shared by the layers
+    assert all("data" not in layer for layer in spec["layer"])
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["chip"]["bind"]["input"] == "select" and params["chip"]["value"] == "tpu-v5e"
+    assert params["batch"]["bind"]["input"] == "range"
+    assert params["batch"]["bind"]["max"] == 13 and params["batch"]["value"] == 6  # 2**6 = 64
+    assert spec["description"] == fig.alt
+
+
+def test_site_html_loads_only_the_sites_own_scripts(fig):
+    html = fig.site_html()
+    assert 'data-scalebook-figure="roofline"' in html
+    assert not re.search(r"<script[^>]+src=", html)  # loaded from data-content_root + _static/vega
+    for script in _site.SCRIPTS:
+        assert script in html
+    assert '<img class="sb-fallback" src="data:image/png;base64,' in html
+    assert "</script" not in _site.spec_json(fig).lower()
+
+
+def test_filter_keeps_exactly_one_settings_rows(fig):
+    """The site's filter (datum.F == null || datum.F == param, for every control) evaluated here
+    on the grid picks the rows of one setting, no more."""
+    setting = {"chip": "h200", "dtype": "fp8", "batch": 512}
+    params = {"chip": "h200", "dtype": "fp8", "batch": 9}  # the slider holds the position
+    kept = [r for r in fig.grid()
+            if all(r.get(c.field) is None or r[c.field] == params[c.name] for c in fig.controls)]
+    assert sorted(map(json.dumps, kept)) == sorted(map(json.dumps, fig.rows(**setting)))
+
+
+# ------------------------------------------------------------------ the live version
+def test_live_matches_the_grid_at_a_grid_setting(fig):
+    live = fig.live()
+    live.set(chip="b200", dtype="int8", batch=1024)
+    grid = [r for r in fig.grid() if r.get("chip") == "b200" and r.get("dtype") == "int8"
+            and r.get("batch") in (None, 1024)]
+    assert sorted(map(json.dumps, live.rows)) == sorted(map(json.dumps, grid))
+    assert live.readout == fig.readout(chip="b200", dtype="int8", batch=1024)
+
+
+def test_live_takes_a_batch_off_the_grid(fig):
+    """Batch 300 on an H100 in fp8 (1 byte per element): 2BDF / (BD + DF + BF) = 559 FLOP/B,
+    under the H100's fp8 corner (peak over HBM bandwidth, 588 FLOP/B with the package's figures):
+    memory-bound, at a batch off the powers-of-two grid."""
+    live = fig.live()
+    live.set(chip="h100", dtype="fp8", batch=300)
+    intensity = 2 * 300 * 8192 / (2 * 300 + 8192)
+    row = _readout_row(live.rows)
+    assert row["x"] == pytest.approx(intensity, rel=1e-3)
+    assert intensity < roofline.critical_intensity("h100", "fp8")
+    assert row["bound"] == "memory"
+    assert row["batch"] == 300 and row["batch_i"] == -1
+
+
+def test_live_controls_call_the_package_when_moved(fig):
+    live = fig.live()
+    live.controls["chip"].value = "tpu-v6e"
+    assert live.readout == fig.readout(chip="tpu-v6e", dtype="bf16", batch=64)
+
+
+def test_live_in_a_kernel_matches_the_grid(fig):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from scalebook import interactive\n"
+        "live = interactive.roofline().live()\n"
+        "live.set(chip='tpu-v5p', dtype='bf16', batch=512)\n"
+        "display(live)\n"
+        "print(repr(live.readout))")]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = nb.cells[0].outputs
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert printed.strip() == repr(fig.readout(chip="tpu-v5p", dtype="bf16", batch=512))
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
+
+
+# ------------------------------------------------------------------ bad input
+def test_unknown_control_names_the_valid_ones(fig):
+    with pytest.raises(Error, match=r"no control \['tokens'\].*chip"):
+        fig.rows(tokens=4)
+
+
+def test_unknown_chip_is_the_packages_error(fig):
+    with pytest.raises(Error, match="chip"):
+        fig.rows(chip="tpu-v99")
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"name": "bad name", "label": "x", "values": (1,)}, "identifier"),
+    ({"name": "x", "label": "x", "values": ()}, "at least one value"),
+    ({"name": "x", "label": "x", "values": (1, 2), "kind": "knob"}, "valid kinds"),
+    ({"name": "x", "label": "x", "values": (1, 2), "default": 3}, "default 3"),
+])
+def test_control_rejects_bad_definitions(kwargs, match):
+    with pytest.raises(Error, match=match):
+        Control(**kwargs)
+
+
+def test_site_build_env_selects_the_site_version(monkeypatch, fig):
+    monkeypatch.setenv(interactive.SITE_ENV, "1")
+    bundle = fig._repr_mimebundle_()
+    assert "text/html" in bundle and "sb-interactive" in bundle["text/html"]
+    assert isinstance(fig, InteractiveFigure)
