@@ -188,9 +188,10 @@ def test_unknown_chip_is_the_packages_error(fig):
 
 @pytest.mark.parametrize("kwargs,match", [
     ({"name": "bad name", "label": "x", "values": (1,)}, "identifier"),
-    ({"name": "x", "label": "x", "values": ()}, "at least one value"),
-    ({"name": "x", "label": "x", "values": (1, 2), "kind": "knob"}, "valid kinds"),
-    ({"name": "x", "label": "x", "values": (1, 2), "default": 3}, "default 3"),
+    ({"name": "n", "label": "n", "values": ()}, "at least one value"),
+    ({"name": "n", "label": "n", "values": (1, 2), "kind": "knob"}, "valid kinds"),
+    ({"name": "n", "label": "n", "values": (1, 2), "default": 3}, "default 3"),
+    ({"name": "kind", "label": "kind", "values": (1, 2)}, "a field every row has"),
 ])
 def test_control_rejects_bad_definitions(kwargs, match):
     with pytest.raises(Error, match=match):
@@ -202,3 +203,101 @@ def test_site_build_env_selects_the_site_version(monkeypatch, fig):
     bundle = fig._repr_mimebundle_()
     assert "text/html" in bundle and "sb-interactive" in bundle["text/html"]
     assert isinstance(fig, InteractiveFigure)
+
+
+# ------------------------------------------------------------------ chapter 3: a collective's time
+@pytest.fixture(scope="module")
+def coll_fig():
+    return interactive.collective()
+
+
+def _coll_row(fig, **setting):
+    return _readout_row(fig.rows(**setting))
+
+
+def test_collective_allreduce_on_a_v5e_ring_by_hand(coll_fig):
+    """AllReduce of 1 MB over X of a v5e 16x16 (X wraps around: W = 2 x 45 GB/s one way):
+    bandwidth 2V(N-1)/(NW) = 2 x 1e6 x 15/16 / 90e9 = 20.8 us; latency 2 x N/2 = 16 hops of
+    1 us; 36.8 us in all, bandwidth-bound."""
+    w = 2 * hardware.chip("tpu-v5e").ici_one_way_bytes_per_s
+    bandwidth = 2 * 1e6 * 15 / 16 / w
+    assert w == 90e9 and bandwidth == pytest.approx(20.83e-6, rel=1e-3)
+    row = _coll_row(coll_fig, collective="all-reduce", topology="v5e-16x16", axes="X", bytes_=10 ** 6)
+    assert row["us"] == pytest.approx((bandwidth + 16e-6) * 1e6, rel=1e-3)
+    assert row["regime"] == "bandwidth"
+    assert row["text"] == ("AllReduce of 1 MB over X of TPU v5e 16x16 (N = 16): 36.8 µs\n"
+                           "bandwidth-bound: bandwidth 20.8 µs + latency 16 µs (16 steps)")
+
+
+def test_collective_allgather_in_an_h100_node_by_hand(coll_fig):
+    """AllGather of 1 GB over 8 H100s behind NVSwitch: V(N-1)/(N W) with W = 450 GB/s x 0.824
+    (NCCL's usable share) = 2.36 ms, plus 7 ring steps of 3.4 us (NCCL's Simple protocol, the
+    fastest for an array this large)."""
+    from scalebook import topology
+
+    axis = topology.gpu_node("h100").axis("X")
+    assert (axis.bytes_per_s, axis.bandwidth_efficiency, axis.latency_seconds) == (450e9, 0.824, 3.4e-6)
+    want = 1e9 * 7 / 8 / (450e9 * 0.824) + 7 * 3.4e-6
+    row = _coll_row(coll_fig, collective="all-gather", topology="h100-node", axes="X", bytes_=10 ** 9)
+    assert row["us"] == pytest.approx(want * 1e6, rel=1e-3)
+    assert row["text"].endswith("(7 steps, NCCL Simple)")
+
+
+def test_collective_small_arrays_are_latency_bound_and_large_ones_bandwidth_bound(coll_fig):
+    small = _coll_row(coll_fig, collective="all-gather", topology="v5e-16x16", axes="X", bytes_=10 ** 3)
+    large = _coll_row(coll_fig, collective="all-gather", topology="v5e-16x16", axes="X", bytes_=10 ** 10)
+    assert (small["regime"], large["regime"]) == ("latency", "bandwidth")
+
+
+def test_collective_more_axes_shrink_the_bandwidth_term(coll_fig):
+    """Chapter 3: over k equal wrapped axes of a v5p 8x8x8 an AllGather's bandwidth term is
+    V(N-1)/(N k W): with N = 8, 64, 512 that is 7/8, 63/128, 511/1536 of V/W."""
+    curves = {axes: {r["x"]: r["bw_us"] for r in coll_fig.rows(collective="all-gather", topology="v5p-8x8x8",
+                                                              axes=axes, bytes_=10 ** 9) if r["kind"] == "curve"}
+              for axes in ("X", "XY", "XYZ")}
+    ratios = [curves[a][10 ** 10] / curves["X"][10 ** 10] for a in ("XY", "XYZ")]
+    assert ratios == pytest.approx([(63 / 128) / (7 / 8), (511 / 1536) / (7 / 8)], rel=1e-3)
+
+
+def test_collective_missing_axis_says_which_axes_exist(coll_fig):
+    rows = coll_fig.rows(collective="all-gather", topology="h100-node", axes="XY", bytes_=10 ** 6)
+    assert [r["kind"] for r in rows] == ["readout"]
+    assert rows[0]["text"] == "H100 node (8 GPUs) has no axis Y: its axes are X; pick fewer axes"
+
+
+@pytest.mark.parametrize("setting", [
+    dict(collective="reduce-scatter", topology="h100-4-nodes", axes="XY", bytes_=3 * 10 ** 7),
+    dict(collective="all-to-all", topology="v5p-8x8x8", axes="XYZ", bytes_=10 ** 5),
+    dict(collective="all-reduce", topology="v5e-16x16", axes="XY", bytes_=3 * 10 ** 9),
+])
+def test_collective_grid_equals_direct_package_calls(coll_fig, setting):
+    from scalebook import collectives
+    from scalebook.interactive.collectives import TOPOLOGIES
+
+    t = TOPOLOGIES[setting["topology"]][1]()
+    c = collectives.cost(setting["collective"], t, axes=tuple(setting["axes"]), bytes_=setting["bytes_"])
+    (row,) = [r for r in coll_fig.grid() if r["kind"] == "readout"
+              and all(r.get(k) == v for k, v in setting.items())]
+    assert row["us"] == pytest.approx(c.seconds * 1e6, rel=1e-3)
+    assert row["regime"] == c.regime
+    curve = [r for r in coll_fig.grid() if r["kind"] == "curve" and r.get("bytes_") is None
+             and all(r.get(k) == setting[k] for k in ("collective", "topology", "axes"))]
+    assert len(curve) == len(coll_fig.control("bytes_").values)
+    for r in curve:
+        assert r["us"] == pytest.approx(collectives.cost(setting["collective"], t, axes=tuple(setting["axes"]),
+                                                         bytes_=r["x"]).seconds * 1e6, rel=1e-3)
+
+
+def test_collective_readouts_have_no_e_notation(coll_fig):
+    for row in coll_fig.grid():
+        if row["kind"] == "readout":
+            assert not re.search(r"\de[+-]?\d", row["text"]), row["text"]
+
+
+def test_collective_live_takes_any_size(coll_fig):
+    live = coll_fig.live()
+    live.set(collective="all-reduce", topology="v5e-16x16", axes="X", bytes_=123_456_789.0)
+    from scalebook import collectives, topology
+
+    c = collectives.all_reduce(topology.slice("tpu-v5e", "16x16"), axes="X", bytes_=123_456_789.0)
+    assert _readout_row(live.rows)["us"] == pytest.approx(c.seconds * 1e6, rel=1e-3)

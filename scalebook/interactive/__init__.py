@@ -4,6 +4,7 @@ One function per figure, named after what it shows; each returns an `Interactive
 
     from scalebook import interactive
     interactive.roofline()          # chapter 1: chip, dtype, batch
+    interactive.collective()        # chapter 3: collective, topology, axes, array size
 
 Displayed in the book build it is a Vega-Lite chart over values the package computed for every
 setting of its controls (no server, no network: the site serves the Vega scripts itself); in
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from ._figure import Control, InteractiveFigure, SITE_ENV
 
-__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "figures"]
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "collective", "figures"]
 
 
 def roofline() -> InteractiveFigure:
@@ -27,6 +28,14 @@ def roofline() -> InteractiveFigure:
     return rooflines.figure()
 
 
+def collective() -> InteractiveFigure:
+    """Chapter 3: a collective's time against the array size V on a topology and mesh axes
+    (`scalebook.interactive.collectives`)."""
+    from . import collectives
+
+    return collectives.figure()
+
+
 def figures() -> dict[str, InteractiveFigure]:
     """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
-    return {f.name: f for f in (roofline(),)}
+    return {f.name: f for f in (roofline(), collective())}

@@ -29,6 +29,8 @@ from ..errors import Error
 
 #: Set in the book build's kernels (by book/_ext/scalebook_site.py): figures emit the site version.
 SITE_ENV = "SCALEBOOK_SITE_BUILD"
+#: Fields of the rows a figure computes, which no control may be named after.
+RESERVED = frozenset({"kind", "text", "on", "x"})
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class Control:
     def __post_init__(self):
         if not self.name.isidentifier():
             raise Error(f"control name {self.name!r} must be an identifier (it names a Vega-Lite parameter)")
+        if self.name in RESERVED:
+            raise Error(f"control name {self.name!r} is a field every row has; use another than {sorted(RESERVED)}")
         if not self.values:
             raise Error(f"control {self.name!r} needs at least one value")
         if self.kind not in ("select", "range"):

@@ -45,6 +45,9 @@ _LOADER = """(function () {
   }).catch(function (err) { console.error("scalebook interactive figure: " + err); });
 })();"""
 
+#: Resolution of the static fallback (it shows only with scripts off): lighter than the book's figures.
+FALLBACK_DPI = 72
+
 _STYLE = (".sb-interactive{margin:1em 0}.sb-interactive .vega-bind{margin:.2em 1em .2em 0;display:inline-block}"
           ".sb-interactive .vega-bind-name{font-weight:600}.sb-interactive .sb-chart{overflow-x:auto}"
           ".sb-interactive input[type=range]+span{display:none}")
@@ -65,9 +68,14 @@ def fallback_png(fig) -> tuple[str, str]:
 
     from ..plots import _style
 
+    from IPython.core.pylabtools import print_figure
+
     drawn = fig.static(**fig.default_setting)
     try:
-        return _style._png(drawn), _style.description(drawn)
+        _style._log_problems(drawn)  # the build's figure check sees it like any other figure
+        png = print_figure(drawn, "png", bbox_inches="tight", base64=True, dpi=FALLBACK_DPI,
+                           metadata={"Description": _style.description(drawn)})
+        return png, _style.description(drawn)
     finally:
         plt.close(drawn)
 
