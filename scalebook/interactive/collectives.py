@@ -75,7 +75,8 @@ def chart(rows: list[dict], filters: bool):
 
     base = alt.Chart(alt.Data(values=rows))
     where = FIGURE.filter_expression if filters else (lambda extra="": extra)
-    x = alt.X("x:Q", scale=alt.Scale(type="log", domain=[SIZES[0], SIZES[-1]]), title="array size V (bytes)")
+    x = alt.X("x:Q", scale=alt.Scale(type="log", domain=[SIZES[0], SIZES[-1]]), title="array size V (bytes)",
+              axis=alt.Axis(format="~s"))
     y = alt.Y("us:Q", scale=alt.Scale(type="log", domain=[0.1, 1e6]), title="time (µs)")
     curves = base.transform_filter(where("datum.kind == 'curve'"))
     total = curves.mark_line(color="#0072b2", clip=True, aria=False).encode(x=x, y=y)
