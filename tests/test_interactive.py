@@ -301,3 +301,33 @@ def test_collective_live_takes_any_size(coll_fig):
 
     c = collectives.all_reduce(topology.slice("tpu-v5e", "16x16"), axes="X", bytes_=123_456_789.0)
     assert _readout_row(live.rows)["us"] == pytest.approx(c.seconds * 1e6, rel=1e-3)
+
+
+# ------------------------------------------------------------------ make bench: page weight
+def _weight_module():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "site" / "weight.py"
+    spec = importlib.util.spec_from_file_location("site_weight_interactive", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_interactive_page_weighs_the_vega_scripts_it_loads(tmp_path):
+    weight = _weight_module()
+    (tmp_path / "_static" / "vega").mkdir(parents=True)
+    (tmp_path / "_static" / "vega" / "vega.min.js").write_bytes(b"x" * 700)
+    (tmp_path / "_static" / "vega" / "vega.LICENSE").write_bytes(b"x" * 5)
+    figure = '<figure class="sb-interactive" data-scalebook-figure="roofline">data</figure>'
+    (tmp_path / "with.html").write_text(f"<p>a</p>{figure}")
+    (tmp_path / "without.html").write_text("<p>b</p>")
+    (tmp_path / "index.html").write_text("<p>home</p>")
+    assert weight.page_bytes(tmp_path / "with.html", tmp_path) == len(f"<p>a</p>{figure}") + 700
+    assert weight.page_bytes(tmp_path / "without.html", tmp_path) == len("<p>b</p>")
+    assert weight.interactive_figures(tmp_path / "with.html") == {"roofline": len(figure)}
+    report = weight.report(tmp_path)
+    assert "with.html: roofline 0 kB" in report and "without.html:" not in report
