@@ -331,3 +331,63 @@ def test_an_interactive_page_weighs_the_vega_scripts_it_loads(tmp_path):
     assert weight.interactive_figures(tmp_path / "with.html") == {"roofline": len(figure)}
     report = weight.report(tmp_path)
     assert "with.html: roofline 0 kB" in report and "without.html:" not in report
+
+
+# ------------------------------------------------------------------ chapter 5: a training step
+@pytest.fixture(scope="module")
+def step_fig():
+    return interactive.training_step()
+
+
+def _params_70b() -> float:
+    from scalebook import models, transformer
+
+    return transformer.params(models.preset("llama3-70b")).total_params
+
+
+@pytest.mark.parametrize("data,tp,divisor", [("dp", 1, 1), ("zero1", 1, 256), ("fsdp", 1, 256), ("fsdp", 4, 256),
+                                             ("dp", 8, 8)])
+def test_training_optimizer_memory_by_hand(step_fig, data, tp, divisor):
+    """Adam's two fp32 moments and an fp32 master copy: 12 bytes per parameter, held whole by
+    plain DP (split only by TP), and split over all 256 chips by ZeRO-1 and FSDP."""
+    row = _readout_row(step_fig.rows(data=data, tp=tp, remat="none", microbatch="whole", batch_tokens=2 ** 21))
+    assert row["GB optimizer"] == pytest.approx(12 * _params_70b() / divisor / 1e9, rel=5e-3)
+
+
+def test_training_strategy_of_a_setting_uses_every_chip():
+    from scalebook.interactive.training import strategy
+    from scalebook.strategy import Strategy
+
+    assert strategy("zero2", 4, "selective", "1") == Strategy(dp=64, zero=2, tp=4, sequence_parallel=True,
+                                                              remat="selective", microbatch=1)
+    assert strategy("fsdp", 1, "none", "whole") == Strategy(fsdp=256)
+
+
+@pytest.mark.parametrize("setting", [
+    dict(data="fsdp", tp=8, remat="selective", microbatch="whole", batch_tokens=2 ** 22),
+    dict(data="zero1", tp=2, remat="full", microbatch="1", batch_tokens=2 ** 20),
+])
+def test_training_grid_equals_direct_package_calls(step_fig, setting):
+    from scalebook import training
+    from scalebook.interactive.training import strategy
+
+    e = training.estimate("llama3-70b", strategy=strategy(setting["data"], setting["tp"], setting["remat"],
+                                                          setting["microbatch"]),
+                          seq_len=4096, batch_tokens=setting["batch_tokens"], chip="h100", chips=256)
+    (row,) = [r for r in step_fig.grid() if all(r.get(k) == v for k, v in setting.items())]
+    assert sum(v for k, v in row.items() if k.startswith("GB ")) == pytest.approx(sum(e.memory.parts().values()) / 1e9, rel=1e-2)
+    assert sum(v for k, v in row.items() if k.startswith("time ")) == pytest.approx(e.step_seconds, rel=1e-2)
+    assert f"MFU {100 * e.mfu:.0f}%" in row["text"]
+    assert ("(fits)" in row["text"]) == e.fits
+
+
+def test_training_fits_and_does_not_fit_both_occur(step_fig):
+    """The figure's point: some settings fit in an H100's 80 GB and some do not."""
+    texts = [r["text"] for r in step_fig.grid()]
+    assert any("(fits)" in t for t in texts) and any("(does not fit)" in t for t in texts)
+
+
+def test_training_chart_gives_every_part_a_number(step_fig):
+    spec = step_fig.site_chart().to_dict()
+    parts = {k for r in spec["data"]["values"] for k in r if k.startswith(("GB ", "time "))}
+    assert all(set(r) >= parts for r in spec["data"]["values"])

@@ -5,6 +5,7 @@ One function per figure, named after what it shows; each returns an `Interactive
     from scalebook import interactive
     interactive.roofline()          # chapter 1: chip, dtype, batch
     interactive.collective()        # chapter 3: collective, topology, axes, array size
+    interactive.training_step()     # chapter 5: weights over DP, TP, remat, microbatch, batch
 
 Displayed in the book build it is a Vega-Lite chart over values the package computed for every
 setting of its controls (no server, no network: the site serves the Vega scripts itself); in
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from ._figure import Control, InteractiveFigure, SITE_ENV
 
-__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "collective", "figures"]
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "collective", "training_step", "figures"]
 
 
 def roofline() -> InteractiveFigure:
@@ -36,6 +37,14 @@ def collective() -> InteractiveFigure:
     return collectives.figure()
 
 
+def training_step() -> InteractiveFigure:
+    """Chapter 5: memory per chip and step time by part for LLaMA-3 70B on 256 H100s, against the
+    strategy and the batch (`scalebook.interactive.training`)."""
+    from . import training
+
+    return training.figure()
+
+
 def figures() -> dict[str, InteractiveFigure]:
     """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
-    return {f.name: f for f in (roofline(), collective())}
+    return {f.name: f for f in (roofline(), collective(), training_step())}
