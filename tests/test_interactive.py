@@ -391,3 +391,53 @@ def test_training_chart_gives_every_part_a_number(step_fig):
     spec = step_fig.site_chart().to_dict()
     parts = {k for r in spec["data"]["values"] for k in r if k.startswith(("GB ", "time "))}
     assert all(set(r) >= parts for r in spec["data"]["values"])
+
+
+# ------------------------------------------------------------------ chapter 7: the frontier
+@pytest.fixture(scope="module")
+def frontier_fig():
+    return interactive.frontier()
+
+
+def test_frontier_throughput_per_chip_is_batch_over_latency_over_chips(frontier_fig):
+    """Each step emits one token per sequence: B tokens every per-token latency, over tp chips."""
+    row = _readout_row(frontier_fig.rows(weights="bf16", kv="bf16", tp=8, batch=64))
+    latency_s = row["x"] / 1e3
+    assert row["tps"] == pytest.approx(64 / latency_s / 8, rel=2e-3)
+
+
+def test_frontier_readout_equals_a_direct_estimate(frontier_fig):
+    from scalebook import inference
+
+    e = inference.estimate("llama3-70b", chip="h100", deployment=inference.Deployment(tp=4, weights="fp8", kv="bf16"),
+                           batch=128, prompt_len=2048, output_len=512)
+    row = _readout_row(frontier_fig.rows(weights="fp8", kv="bf16", tp=4, batch=128))
+    assert row["x"] == pytest.approx(1e3 * e.per_token_latency_seconds, rel=1e-3)
+    assert row["tps"] == pytest.approx(e.output_tokens_per_s_per_chip, rel=1e-3)
+
+
+def test_frontier_a_batch_past_the_largest_that_fits_says_so(frontier_fig):
+    from scalebook import inference, models
+
+    most = inference.max_batch(models.preset("llama3-70b"), chip="h100", deployment=inference.Deployment(tp=8),
+                               context=2048 + 512, prompt_len=2048)
+    assert 512 < most < 1024
+    rows = frontier_fig.rows(weights="bf16", kv="bf16", tp=8, batch=1024)
+    assert _readout_row(rows)["text"].endswith(f"does not fit\nthe largest batch that fits is {most:,} "
+                                               "(prompt 2,048 + output 512 tokens)")
+    assert "x" not in _readout_row(rows)  # no point drawn
+    assert max(r["tps"] for r in rows if r["kind"] == "curve") == pytest.approx(
+        _readout_row(frontier_fig.rows(weights="bf16", kv="bf16", tp=8, batch=512))["tps"], rel=0.2)
+
+
+def test_frontier_fp8_weights_lower_the_latency_floor_and_fp8_cache_raises_the_batch(frontier_fig):
+    """Chapter 7: fp8 weights halve the weight reads (the curve moves left, less than 2x: the
+    fixed time per layer stays); an fp8 cache halves the cache bytes per sequence, so more fit."""
+    b1 = {w: _readout_row(frontier_fig.rows(weights=w, kv="bf16", tp=8, batch=1))["x"] for w in ("bf16", "fp8")}
+    assert b1["bf16"] / 2 < b1["fp8"] < b1["bf16"]
+
+    def most(kv):
+        text = _readout_row(frontier_fig.rows(weights="bf16", kv=kv, tp=8, batch=1))["text"]
+        return int(re.search(r"largest batch that fits: ([\d,]+)", text).group(1).replace(",", ""))
+
+    assert most("fp8") > 1.5 * most("bf16")

@@ -6,6 +6,7 @@ One function per figure, named after what it shows; each returns an `Interactive
     interactive.roofline()          # chapter 1: chip, dtype, batch
     interactive.collective()        # chapter 3: collective, topology, axes, array size
     interactive.training_step()     # chapter 5: weights over DP, TP, remat, microbatch, batch
+    interactive.frontier()          # chapter 7: weight and cache dtypes, TP, batch
 
 Displayed in the book build it is a Vega-Lite chart over values the package computed for every
 setting of its controls (no server, no network: the site serves the Vega scripts itself); in
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from ._figure import Control, InteractiveFigure, SITE_ENV
 
-__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "collective", "training_step", "figures"]
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "collective", "training_step", "frontier", "figures"]
 
 
 def roofline() -> InteractiveFigure:
@@ -45,6 +46,14 @@ def training_step() -> InteractiveFigure:
     return training.figure()
 
 
+def frontier() -> InteractiveFigure:
+    """Chapter 7: the latency/throughput frontier of LLaMA-3 70B decode on H100s against the batch,
+    the weight and KV-cache dtypes and TP (`scalebook.interactive.inference`)."""
+    from . import inference
+
+    return inference.figure()
+
+
 def figures() -> dict[str, InteractiveFigure]:
     """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
-    return {f.name: f for f in (roofline(), collective(), training_step())}
+    return {f.name: f for f in (roofline(), collective(), training_step(), frontier())}
