@@ -56,7 +56,7 @@ def chart(rows: list[dict], filters: bool):
 
     base = alt.Chart(alt.Data(values=rows))
     where = FIGURE.filter_expression if filters else (lambda extra="": extra)
-    x = alt.X("x:Q", scale=alt.Scale(type="log", domain=[5, 500]), title="per-token latency (ms)")
+    x = alt.X("x:Q", scale=alt.Scale(type="log", domain=[10, 200]), title="per-token latency (ms)")
     y = alt.Y("tps:Q", scale=alt.Scale(type="log", domain=[1, 10000]), title="output tokens/s per chip")
     curve = base.transform_filter(where("datum.kind == 'curve'")).mark_line(
         point=True, color="#0072b2", clip=True, aria=False).encode(x=x, y=y, order="x:Q")
