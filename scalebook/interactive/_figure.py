@@ -69,6 +69,7 @@ class Control:
         return self.values[0] if self.default is None else self.default
 
     def label_of(self, value: Any) -> str:
+        """What the control shows for `value` (its label, or the value itself)."""
         if self.labels is not None and value in self.values:
             return self.labels[self.values.index(value)]
         return str(value)
@@ -103,6 +104,7 @@ class InteractiveFigure:
 
     # ------------------------------------------------------------------ values
     def control(self, name: str) -> Control:
+        """The control called `name` (an `Error` names the figure's controls otherwise)."""
         for c in self.controls:
             if c.name == name:
                 return c
@@ -110,6 +112,7 @@ class InteractiveFigure:
 
     @property
     def default_setting(self) -> dict[str, Any]:
+        """The setting the figure opens with: each control at its initial value."""
         return {c.name: c.initial for c in self.controls}
 
     def settings(self) -> list[dict[str, Any]]:
@@ -188,11 +191,13 @@ class InteractiveFigure:
 
     # ------------------------------------------------------------------ display
     def site_html(self) -> str:
+        """The HTML of the site version (`scalebook.interactive._site`)."""
         from ._site import figure_html
 
         return figure_html(self)
 
     def live(self):
+        """The live version for Jupyter and Colab (`scalebook.interactive._live`)."""
         from ._live import live
 
         return live(self)
@@ -229,9 +234,11 @@ class InteractiveFigure:
 
 
 def select(name: str, label: str, values: Sequence, labels: Sequence[str] | None = None, default=None) -> Control:
+    """A drop-down control over `values` (shown as `labels`)."""
     return Control(name, label, tuple(values), tuple(labels) if labels is not None else None, "select", default)
 
 
 def slider(name: str, label: str, values: Sequence[float], default=None, live_range=None, integer=True) -> Control:
+    """A slider over the ordered `values`; live, a number box over `live_range` when given."""
     return Control(name, label, tuple(values), tuple(str(v) for v in values), "range", default,
                    live_range, integer)

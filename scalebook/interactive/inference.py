@@ -22,10 +22,12 @@ BATCHES = tuple(2 ** k for k in range(11))  # 1 .. 1024
 
 
 def _pos(value: float) -> float:
+    """A position on a log axis, to 4 significant digits."""
     return float(f"{value:.4g}")
 
 
 def deployment(weights: str, kv: str, tp: int) -> "inf.Deployment":
+    """The `Deployment` of one setting: `tp` H100s holding the weights and KV cache in those dtypes."""
     return inf.Deployment(tp=tp, weights=weights, kv=kv)
 
 
