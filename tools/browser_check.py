@@ -24,6 +24,12 @@ reported. For every page:
 - every Colab button links to a notebook that exists in the repository beside the page's source.
 
 On the problem pages every solution is collapsed until clicked, and open after the click.
+
+Every interactive figure (`scalebook.interactive`, issue 22) is drawn from the site's own Vega
+scripts, carries its description as an ARIA label, and is operated with the keyboard: every
+control walked through all its values, and after each key the readout shown must equal the
+package's (`InteractiveFigure.readout`) for the setting the chart's parameters then hold, and
+change when the setting does (`check_interactive`).
 """
 from __future__ import annotations
 
@@ -365,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     server, base = serve(args.html)
     problems: list[str] = []
     anchors: dict[Path, set[str]] = {}
+    interactive_settings = 0
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -404,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
                 check_layout(page, base, name, problems, VIEWPORT["width"], load=False)
                 if name.startswith("exercises/"):
                     check_solutions(page, base, name, problems)
+                interactive_settings += check_interactive(page, base, name, problems, load=False)
             # The phone pass: a second context, 390 px wide, with the same outside-request guard.
             phone = browser.new_context(viewport=PHONE, service_workers="block", is_mobile=True,
                                         has_touch=True, device_scale_factor=2)
@@ -439,7 +447,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"browser check: {len(pages)} pages loaded in Chromium with no errors and no outside requests; "
           "math rendered, figures described, links resolve, solutions collapse and open; "
-          f"nothing wider than the page at {VIEWPORT['width']} px or {PHONE['width']} px")
+          f"nothing wider than the page at {VIEWPORT['width']} px or {PHONE['width']} px; "
+          f"interactive figures show the package's values at the {interactive_settings} settings the keyboard reached")
     return 0
 
 
