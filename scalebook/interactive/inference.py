@@ -91,7 +91,7 @@ FIGURE = InteractiveFigure(
     ),
     compute=compute,
     chart=chart,
-    caption=("LLaMA-3 70B on H100s, a 2,048-token prompt and 512 output tokens. Slide the batch up: throughput "
+    caption=(f"LLaMA-3 70B on H100s, a {PROMPT_LEN:,}-token prompt and {OUTPUT_LEN} output tokens. Slide the batch up: throughput "
              "per chip climbs almost for free at first, then the per-token latency grows, until the KV cache "
              "fills memory and the batch no longer fits. Switch the weights to fp8 to move the curve left; switch "
              "the cache to fp8 to let it climb further before it ends."),

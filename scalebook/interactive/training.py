@@ -125,7 +125,7 @@ FIGURE = InteractiveFigure(
     ),
     compute=compute,
     chart=chart,
-    caption=("LLaMA-3 70B on 256 H100s, sequences of 4,096 tokens. Start from plain DP and switch to ZeRO and "
+    caption=(f"LLaMA-3 70B on {CHIPS} H100s, sequences of {SEQ_LEN:,} tokens. Start from plain DP and switch to ZeRO and "
              "then FSDP to watch the optimizer, gradients and weights shrink; turn on remat or microbatches to "
              "trade activation memory for recomputed matmuls; raise the TP degree to see activations split and "
              "exposed TP communication appear in the step time."),
