@@ -441,3 +441,20 @@ def test_frontier_fp8_weights_lower_the_latency_floor_and_fp8_cache_raises_the_b
         return int(re.search(r"largest batch that fits: ([\d,]+)", text).group(1).replace(",", ""))
 
     assert most("fp8") > 1.5 * most("bf16")
+
+
+@pytest.mark.parametrize("name", sorted(interactive.figures()))
+def test_each_static_fallback_passes_the_figure_check(name):
+    """The picture shown with scripts off is checked like every figure of the book
+    (`scalebook.plots._style.text_problems`: no text on text, none across a frame)."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from scalebook.plots import _style
+
+    fig = interactive.figures()[name]
+    drawn = fig.static(**fig.default_setting)
+    try:
+        assert _style.text_problems(drawn) == []
+    finally:
+        plt.close(drawn)

@@ -77,7 +77,7 @@ def static(weights: str, kv: str, tp: int, batch: int):
 
     return plots.latency_throughput_frontier(MODEL, CHIP, {f"TP {tp}, {weights} weights, {kv} cache":
                                                            deployment(weights, kv, tp)},
-                                             prompt_len=PROMPT_LEN, output_len=OUTPUT_LEN)
+                                             prompt_len=PROMPT_LEN, output_len=OUTPUT_LEN, label_batches=False)
 
 
 FIGURE = InteractiveFigure(
