@@ -51,14 +51,19 @@ SITE_ASSETS = ROOT / "tools" / "site"
 
 
 def install_site_assets() -> None:
-    """`npm ci` the pinned MathJax into tools/site/node_modules unless that version is there."""
-    want = json.loads((SITE_ASSETS / "package.json").read_text())["dependencies"]["mathjax"]
-    have = SITE_ASSETS / "node_modules" / "mathjax" / "package.json"
-    if have.exists() and json.loads(have.read_text())["version"] == want:
+    """`npm ci` the pinned MathJax and Vega packages into tools/site/node_modules unless those
+    versions are there."""
+    pins = json.loads((SITE_ASSETS / "package.json").read_text())["dependencies"]
+
+    def installed(package: str) -> str | None:
+        have = SITE_ASSETS / "node_modules" / package / "package.json"
+        return json.loads(have.read_text())["version"] if have.exists() else None
+
+    if all(installed(package) == want for package, want in pins.items()):
         return
     npm = shutil.which("npm")
     if npm is None:
-        sys.exit("npm not found: the site serves its own MathJax, installed with npm "
+        sys.exit("npm not found: the site serves its own MathJax and Vega, installed with npm "
                  "(Debian: apt-get install npm)")
     proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--prefix", str(SITE_ASSETS)], cwd=SITE_ASSETS)
     if proc.returncode != 0:
