@@ -4,12 +4,25 @@ Every public function validates its arguments with these few helpers at its top,
 input (a bool where a size is expected, NaN, inf, a number too large for a float, a numpy array
 where a scalar is expected, a string where a config is expected) raises `Error` saying what was
 wrong and what is valid, never a TypeError or OverflowError from deep inside the arithmetic.
+
+Sizes have caps a model can mean, stated in each error: a number at most `MAX_NUMBER` (1e30; the
+largest quantity in the book, a frontier run's training FLOPs, is about 4e25), a count of chips at
+most `MAX_CHIPS` (10**7; the largest cluster in the book has about 10**5), a count of tokens
+at most `MAX_TOKENS` (10**15; the largest training set in the book is about 1.5e13 tokens), and
+any other count at most `MAX_COUNT` (2**53, beyond which a float cannot hold every integer).
+A result that still overflows (a tiny divisor such as 1e-300 bytes) is refused by `finite_result`.
 """
 from __future__ import annotations
 
 import math
 import numbers
 from typing import Any
+
+
+MAX_NUMBER = 1e30
+MAX_CHIPS = 10**7
+MAX_TOKENS = 10**15
+MAX_COUNT = 2**53
 
 
 class Error(ValueError):
@@ -21,8 +34,9 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def number(name: str, value: Any) -> float:
-    """`value` as a finite float; raise `Error` for bools, non-numbers, arrays, NaN, inf, overflow.
+def number(name: str, value: Any, *, maximum: float = MAX_NUMBER) -> float:
+    """`value` as a finite float; raise `Error` for bools, non-numbers, arrays, NaN, inf, overflow
+    and magnitudes above `maximum` (default `MAX_NUMBER`, 1e30: no quantity a model means).
 
     Accepts Python and numpy real scalars (a 0-d or larger numpy array is refused: pass a number).
     """
@@ -34,14 +48,59 @@ def number(name: str, value: Any) -> float:
         raise Error(f"{name} is too large for a float, got {_show(value)}") from None
     if not math.isfinite(out):
         raise Error(f"{name} must be a finite number, got {_show(value)}")
+    if abs(out) > maximum:
+        raise Error(f"{name} is too large (at most {maximum:g}), got {_show(value)}")
     return out
 
 
-def require_positive(**values: Any) -> None:
-    """Raise `Error` unless every named value is a finite number greater than zero."""
+def require_finite(**values: Any) -> None:
+    """Raise `Error` unless every named value is a finite real number (of magnitude <= 1e30)."""
     for name, value in values.items():
-        if number(name, value) <= 0:
+        number(name, value)
+
+
+def require_count(name: str, value: Any, *, minimum: int = 1, maximum: int = MAX_COUNT, what: str = "") -> int:
+    """`value` as a whole number in [minimum, maximum]; bools, NaN, fractions and arrays raise `Error`.
+
+    Use `maximum=MAX_CHIPS` for chips (10**7) and `maximum=MAX_TOKENS` for tokens (10**15); `what`
+    names the cap in the message ("chips a cluster can hold").
+    """
+    out = integer(name, value, minimum=minimum)
+    if out > maximum:
+        why = f"; {what}" if what else ""
+        raise Error(f"{name} is too large (at most {maximum:,}{why}), got {_show(value)}")
+    return out
+
+
+def require_flag(name: str, value: Any) -> bool:
+    """`value` if it is True or False (a numpy bool too); anything else raises `Error`."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__name__ == "bool_":  # numpy.bool_, without importing numpy here
+        return bool(value)
+    raise Error(f"{name} must be True or False, got {_show(value)} ({type(value).__name__})")
+
+
+def finite_result(name: str, value: float) -> float:
+    """`value` if it is a finite number; else raise `Error` saying the inputs overflow `name`."""
+    if not math.isfinite(value) or abs(value) > 1e300:
+        raise Error(f"{name} overflows: the inputs are outside what the model can compute (got {value:g})")
+    return value
+
+
+MIN_POSITIVE = 1e-30
+
+
+def require_positive(**values: Any) -> None:
+    """Raise `Error` unless every named value is a finite number in [1e-30, 1e30] (`MIN_POSITIVE`,
+    `MAX_NUMBER`): smaller positive values are no quantity a model means, and dividing by one
+    overflows."""
+    for name, value in values.items():
+        x = number(name, value)
+        if x <= 0:
             raise Error(f"{name} must be a positive number, got {_show(value)}")
+        if x < MIN_POSITIVE:
+            raise Error(f"{name} is too small (at least {MIN_POSITIVE:g}), got {_show(value)}")
 
 
 def require_non_negative(**values: Any) -> None:
@@ -65,13 +124,13 @@ def integer(name: str, value: Any, *, minimum: int = 1) -> int:
         out = int(x)
     if out < minimum:
         raise Error(f"{name} must be an integer >= {minimum}, got {_show(value)}")
-    if out > 2**53:  # beyond this a float cannot hold every integer; no count in the book comes near
+    if out > MAX_COUNT:  # beyond this a float cannot hold every integer; no count in the book comes near
         raise Error(f"{name} is too large (at most 2**53), got {_show(value)}")
     return out
 
 
 def text(name: str, value: Any) -> str:
-    """`value` if it is a str, else raise `Error`."""
+    """`value` if it is a str, else raise `Error` (naming `name`)."""
     if not isinstance(value, str):
         raise Error(f"{name} must be a string, got {_show(value)} ({type(value).__name__})")
     return value
