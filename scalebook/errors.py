@@ -123,7 +123,8 @@ def integer(name: str, value: Any, *, minimum: int = 1) -> int:
             raise Error(f"{name} must be a whole number, got {_show(value)}")
         out = int(x)
     if out < minimum:
-        raise Error(f"{name} must be an integer >= {minimum}, got {_show(value)}")
+        what = "a positive integer (>= 1)" if minimum == 1 else f"an integer >= {minimum}"
+        raise Error(f"{name} must be {what}, got {_show(value)}")
     if out > MAX_COUNT:  # beyond this a float cannot hold every integer; no count in the book comes near
         raise Error(f"{name} is too large (at most 2**53), got {_show(value)}")
     return out

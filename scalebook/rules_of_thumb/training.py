@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import MAX_CHIPS, require_count, require_positive
+from ..errors import MAX_CHIPS, Error, require_count, require_positive
 from ..hardware import Chip, chip as _chip
 from .. import training as _training
 
