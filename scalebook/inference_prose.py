@@ -11,14 +11,36 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .errors import Error
+from .errors import MAX_CHIPS, Error
+from .errors import number as _number, require_count as _count, require_non_negative as _require_non_negative
+from .errors import require_positive as _require_positive, text as _text
+
+
+def _names(name: str, value: object) -> list:
+    """`value` as a list of names (strings); anything else raises `Error` naming `name`."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise Error(f"{name} must be a list of names (strings), got {type(value).__name__}")
+    return list(value)
+
+
+def _numbers(name: str, value: object) -> list:
+    """`value` as a list of finite numbers; anything else raises `Error` naming `name`."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise Error(f"{name} must be a list of numbers, got {type(value).__name__}")
+    return [_number(name, v) for v in value]
+
+
+def _mapping(name: str, value: object) -> dict:
+    if not isinstance(value, dict):
+        raise Error(f"{name} must be a dict, got {type(value).__name__}")
+    return value
 
 
 def listing(names: Sequence[str]) -> str:
     """'A', 'A and B', 'A, B and C'."""
-    names = [str(n) for n in names]
+    names = _names("names", names)
     if not names:
-        raise Error("listing needs at least one name; the caller writes the empty case itself")
+        raise Error("names must hold at least one name; the caller writes the empty case itself")
     if len(names) == 1:
         return names[0]
     return ", ".join(names[:-1]) + " and " + names[-1]
@@ -30,6 +52,7 @@ def _pct(x: float) -> int:
 
 def tight_target(met: Sequence[str], missed: Sequence[str], target: str) -> str:
     """Chapter 8: which chips can meet a tighter per-token latency target at all."""
+    met, missed, target = _names("met", met), _names("missed", missed), _text("target", target)
     if not met and not missed:
         raise Error("tight_target needs at least one chip in met or missed")
     head = f"Tighten the promise to {target} per token"
@@ -44,6 +67,7 @@ def tight_target(met: Sequence[str], missed: Sequence[str], target: str) -> str:
 
 def relative_change(new: float, old: float, what: str = "the cost") -> str:
     """'lowers the cost by 12%', 'raises the cost by 5%', or 'leaves the cost unchanged' (rounds to 0%)."""
+    _number("new", new), _number("old", old), _text("what", what)
     if old <= 0:
         raise Error(f"old must be positive, got {old!r}")
     r = new / old - 1
@@ -54,6 +78,7 @@ def relative_change(new: float, old: float, what: str = "the cost") -> str:
 
 def pays(cost_new: float, cost_old: float, option: str) -> str:
     """'int4 pays: it cuts the cost by 34%', 'int4 does not pay: it costs 8% more', or a tie."""
+    _require_non_negative(cost_new=cost_new, cost_old=cost_old), _text("option", option)
     if cost_old <= 0:
         raise Error(f"cost_old must be positive, got {cost_old!r}")
     r = cost_new / cost_old - 1
@@ -70,6 +95,8 @@ def gap_over_batches(gaps: Sequence[float], batches: Sequence[int]) -> str:
     Reports the largest gap and where it occurs, and the smallest, instead of one number "at every
     batch" (which is true only when they agree to the printed digit).
     """
+    gaps = _numbers("gaps", gaps)
+    batches = [_count("batches", b) for b in _numbers("batches", batches)]
     if len(gaps) != len(batches) or not gaps:
         raise Error("gaps and batches must be non-empty and of equal length")
     hi = max(range(len(gaps)), key=lambda i: gaps[i])
@@ -86,6 +113,8 @@ def gap_over_batches(gaps: Sequence[float], batches: Sequence[int]) -> str:
 
 def speculation_under_load(speedup_small: float, speedup_large: float, large_batch: int) -> str:
     """Chapter 7: what is left of speculative decoding's speedup at a large batch."""
+    _require_positive(speedup_small=speedup_small, speedup_large=speedup_large)
+    _count("large_batch", large_batch)
     head = f"At batch {large_batch:,}"
     if speedup_large < 0.995:
         return (f"{head} it turns into a slowdown: {speedup_large:.2f}, since the verify step now costs "
@@ -104,8 +133,9 @@ def speculation_under_load(speedup_small: float, speedup_large: float, large_bat
 def bound_cases(bounds: "dict[str, str]") -> str:
     """Chapter 8: which of the frontier's cases are compute-, memory- or communication-bound at their
     largest batch (`StepTime.bound` of each)."""
+    _mapping("bounds", bounds)
     if not bounds:
-        raise Error("bound_cases needs at least one case")
+        raise Error("bounds must hold at least one case")
     by = {k: [name for name, b in bounds.items() if b == k] for k in ("compute", "memory", "communication")}
     unknown = set(bounds.values()) - set(by)
     if unknown:
@@ -130,6 +160,7 @@ def bound_cases(bounds: "dict[str, str]") -> str:
 
 def plan_reasons(pp: int) -> str:
     """Chapter 7: why the planner's best layout looks as it does, with or without a pipeline."""
+    _count("pp", pp, maximum=MAX_CHIPS)
     if isinstance(pp, bool) or not isinstance(pp, int) or pp < 1:
         raise Error(f"pp must be a positive integer, got {pp!r}")
     if pp == 1:
@@ -146,8 +177,7 @@ def speculation_break_even(batch: "int | None") -> str:
     0: pays at none)."""
     if batch is None:
         return "speculation still pays at the largest batch that fits"
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
-        raise Error(f"batch must be None or an integer >= 0, got {batch!r}")
+    batch = _count("batch", batch, minimum=0)
     if batch == 0:
         return "speculation does not pay even at batch 1"
     return f"speculation pays up to a batch of {batch:,} and costs time above it"
@@ -155,12 +185,14 @@ def speculation_break_even(batch: "int | None") -> str:
 
 def signed_percent(x: float) -> str:
     """A relative error as the book prints it: '+10%', '-9%', or 'within 1%' when it rounds to zero."""
+    _number("x", x)
     p = round(100 * x)
     return "within 1%" if p == 0 else f"{p:+d}%".replace("-", "\u2212")
 
 
 def goal_sentence(median: float, goal: float, gpu_median: float, tpu_median: float) -> str:
     """Chapter 8: the validation median against the book's goal, with the family that misses it."""
+    _require_non_negative(median=median, goal=goal, gpu_median=gpu_median, tpu_median=tpu_median)
     g = round(100 * goal)
     if median > goal:
         return f"That is short of what this book aims for, a median within {g}%"
@@ -175,8 +207,9 @@ def error_directions(errors: Sequence[float]) -> str:
     """'all 6 too slow, by 12% on average', 'all too fast', or '4 of 6 too slow and 2 too fast (mean +17%)'.
 
     A positive error is a prediction slower than the report (predicted / reported - 1 > 0)."""
+    errors = _numbers("errors", errors)
     if not errors:
-        raise Error("error_directions needs at least one error")
+        raise Error("errors must hold at least one error")
     n = len(errors)
     slow = sum(e > 0 for e in errors)
     mean = sum(errors) / n
@@ -190,6 +223,7 @@ def error_directions(errors: Sequence[float]) -> str:
 
 def firmer_ground(subset_median: float, family_median: float) -> str:
     """Chapter 8: whether a subset of results is predicted better than its family as a whole."""
+    _require_non_negative(subset_median=subset_median, family_median=family_median)
     if round(100 * subset_median) < round(100 * family_median):
         return "the model is on firmer ground"
     if round(100 * subset_median) == round(100 * family_median):

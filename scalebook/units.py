@@ -99,7 +99,7 @@ def parse_unit(text: str) -> tuple[str, float]:
     >>> parse_unit("TFLOPs/s")
     ('FLOP/s', 1000000000000.0)
     """
-    text = _text("unit", text).strip().replace(" ", "")
+    text = _text("text", text).strip().replace(" ", "")
     if not text:
         return "", 1.0
     parts = text.split("/")
@@ -187,7 +187,7 @@ def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    value = value if isinstance(value, float) and math.isinf(value) else _number("value", value)
+    value = _number("value", value)  # inf and magnitudes above 1e30 are refused: a page never shows them
     unit, digits = _text("unit", unit), _integer("digits", digits)
     if digits > 17:
         raise Error(f"digits must be at most 17 (a float's precision), got {digits}")
