@@ -67,7 +67,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from . import units
-from .errors import Error, require_non_negative, require_positive
+from .errors import MAX_CHIPS, Error, _show, require_non_negative, require_positive
+from .errors import require_flag as _require_flag
 from .topology import LINKS, PROTOCOLS, Axis, Topology, _coords, hops as _hops, link_protocols
 
 _PROTO = {link: link_protocols(link) for link in LINKS}  # link -> protocol -> (latency ratio, bandwidth share)
@@ -452,6 +453,7 @@ def ring(kind: str, *, size: int, bytes_: float, one_way_bytes_per_s: float, bid
     `seconds` adds steps x `hop_latency_seconds` to the bandwidth time (`max_convention_seconds`
     keeps the larger of the two, as Austin et al. 2025 do).
     """
+    _require_flag('bidirectional', bidirectional)
     kind = canonical_kind(kind)
     if kind not in ("all-gather", "reduce-scatter", "all-reduce"):
         raise Error(f"ring prices all-gather, reduce-scatter and all-reduce, not {kind}")
@@ -568,6 +570,7 @@ def ring_all_to_all(*, size: int, bytes_: float, one_way_bytes_per_s: float, bid
     the bidirectional rate, the original's rule. One way round is (N-1)/N x 4 times slower.
     Steps: N - 1 one way, N // 2 both ways, each at `hop_latency_seconds`.
     """
+    _require_flag('bidirectional', bidirectional)
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise Error(f"size must be a positive integer number of chips, got {size!r}")
     if not isinstance(bidirectional, bool):
@@ -599,6 +602,7 @@ def gather_to_chip(*, size: int, receiver: int, bytes_: float, one_way_bytes_per
     T = ceil((N-1)/2) x (V/N) / W_1. Latency: the farthest shard's hops, each `hop_latency_seconds`.
     `gather_to_one` prices the best receiver on several axes.
     """
+    _require_flag('wraparound', wraparound)
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise Error(f"size must be a positive integer number of chips, got {size!r}")
     if isinstance(receiver, bool) or not isinstance(receiver, int) or not 0 <= receiver < size:
@@ -696,4 +700,6 @@ def ep_forward_min_expert_width(*, flops_per_s: float, link_bytes_per_s: float, 
 
 def _positive_int(name: str, v) -> None:
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise Error(f"{name} must be a positive integer, got {v!r}")
+        raise Error(f"{name} must be a positive integer, got {_show(v)}")
+    if v > MAX_CHIPS:
+        raise Error(f"{name} is too large (at most {MAX_CHIPS:,} chips), got {_show(v)}")

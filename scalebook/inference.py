@@ -65,7 +65,7 @@ from typing import Any, Mapping
 from . import collectives, units
 from . import transformer as tr
 from ._data import load
-from .errors import Error, require_positive
+from .errors import MAX_CHIPS, MAX_TOKENS, Error, _show, require_count, require_flag, require_positive
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
@@ -78,7 +78,9 @@ KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
 
 def _positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Error(f"{name} must be a positive integer, got {value!r}")
+        raise Error(f"{name} must be a positive integer, got {_show(value)}")
+    if value > MAX_CHIPS:
+        raise Error(f"{name} is too large (at most {MAX_CHIPS:,} chips), got {_show(value)}")
     return value
 
 
@@ -107,7 +109,7 @@ class Deployment:
     def __post_init__(self) -> None:
         for name in ("tp", "ep", "pp"):
             _positive_int(name, getattr(self, name))
-        if self.attention not in ("heads", "batch", "auto"):
+        if not isinstance(self.attention, str) or self.attention not in ("heads", "batch", "auto"):
             raise Error(f"unknown attention split {self.attention!r}; valid: heads, batch, auto")
         checks = [("weights", WEIGHT_DTYPES), ("kv", KV_DTYPES), ("activations", ("bf16", "fp16", "fp32"))]
         if self.attention_weights is not None:
@@ -670,7 +672,7 @@ def chips_to_hold(model: Transformer, *, chip: "str | Chip", weights: str = "bf1
     """Fewest chips whose HBM holds the weights and the KV cache of `batch` x `context` tokens."""
     model = _as_model(model)
     c = _chip(chip)
-    total = tr.params(model).total_params * units.dtype_bytes(weights)
+    total = tr.params(model).total_params * units.dtype_bytes(weights, "weights")
     if batch and context:
         total += tr.kv_cache(model, seq_len=context, batch=batch, dtype=kv).bytes
     return max(1, math.ceil(total / c.hbm_bytes))
@@ -688,7 +690,7 @@ def critical_decode_batch(chip: "str | Chip", *, weights: str = "bf16") -> float
     c = _chip(chip)
     _text("weights", weights)
     if weights in ("fp8", "fp4") and "fp8" in c.flops_per_s:
-        return c.peak_flops_per_s("fp8") * units.dtype_bytes(weights) / (2 * c.hbm_bytes_per_s)
+        return c.peak_flops_per_s("fp8") * units.dtype_bytes(weights, "weights") / (2 * c.hbm_bytes_per_s)
     return roofline.critical_batch(c, "bf16", weight_dtype=weights)
 
 

@@ -134,7 +134,7 @@ def output_tile_intensity(tile_m: int, tile_n: int, dtype: str = "bf16") -> floa
     for name, v in (("tile_m", tile_m), ("tile_n", tile_n)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise Error(f"{name} must be a positive integer, got {v!r}")
-    return 2 * tile_m * tile_n / ((tile_m + tile_n) * units.dtype_bytes(dtype))
+    return 2 * tile_m * tile_n / ((tile_m + tile_n) * units.dtype_bytes(dtype, "dtype"))
 
 
 def min_square_tile(chip: "str | Chip", dtype: str = "bf16") -> int:
@@ -145,4 +145,4 @@ def min_square_tile(chip: "str | Chip", dtype: str = "bf16") -> int:
     """
     c = _chip(chip)
     require_positive(peak=c.peak_flops_per_s(c.compute_dtype(dtype)))
-    return math.ceil(units.dtype_bytes(dtype) * critical_intensity(c, "hbm", dtype) - 1e-9)
+    return math.ceil(units.dtype_bytes(dtype, "dtype") * critical_intensity(c, "hbm", dtype) - 1e-9)

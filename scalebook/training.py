@@ -587,7 +587,7 @@ def rule_of_thumb_batch_per_chip(chip: "str | Chip", *, link: str = "ici", grad_
     for name, v in (("tp", tp), ("chips_sharing", chips_sharing)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise Error(f"{name} must be a positive integer, got {v!r}")
-    return units.dtype_bytes(grad_dtype) / 2 * c.peak_flops_per_s("bf16") / w / tp / chips_sharing
+    return units.dtype_bytes(grad_dtype, "grad_dtype") / 2 * c.peak_flops_per_s("bf16") / w / tp / chips_sharing
 
 
 def pipeline_bubble_fraction(*, pp: int, microbatches: int, virtual_stages: int = 1) -> float:
@@ -612,7 +612,7 @@ def min_expert_width(chip: "str | Chip", *, link: str, activation_dtype: str = "
     F_e >= (2 b / 9) C / W (Chapter 5; the batch and k cancel).
     """
     c = _chip(chip)
-    return 2 * units.dtype_bytes(activation_dtype) / 9 * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
+    return 2 * units.dtype_bytes(activation_dtype, "activation_dtype") / 9 * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
 
 
 def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, activation_dtype: str = "bf16") -> float:
@@ -626,7 +626,7 @@ def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, acti
     """
     model = _as_model(model)
     c = _chip(chip)
-    b = units.dtype_bytes(activation_dtype)
+    b = units.dtype_bytes(activation_dtype, "activation_dtype")
     return b * model.kv_heads / model.heads * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
 
 
@@ -676,7 +676,7 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
     layer = (facts.layer_dense_params + facts.layer_expert_params * (model.experts_per_token /
              max(model.routed_experts, 1))) / model.layers
     peak = c.peak_flops_per_s("bf16") * efficiency
-    return 6 * layer * w / (8 * model.d_model * units.dtype_bytes(activation_dtype) * peak)
+    return 6 * layer * w / (8 * model.d_model * units.dtype_bytes(activation_dtype, "activation_dtype") * peak)
 
 
 # --- calibration -------------------------------------------------------------------------------

@@ -208,7 +208,7 @@ GOOD_FOR = {
     "planner.plan": {"remat": ("none",), "chips": 8, "batch_tokens": None},
     "training.estimate": {"batch_tokens": None, "chips": None, "topology": None, "efficiency": None},
     "serving.Speculation": {"draft_tokens": 4},
-    "units.parse_quantity": {"value": "1 GB", "unit": "B"},
+    "units.parse_quantity": {"value": 1e9, "unit": "B"},
     "sharding.format_operand": {"name": "A", "dims": ("I", "J"), "sharding": {"I": ("X",)}},
     "sharding.plan": {"chip": "tpu-v5e", "topology": None},
     "models.Transformer": {"layers": 2, "d_model": 64, "heads": 4, "kv_heads": 2, "d_ff": 256, "vocab": 1000,
@@ -451,8 +451,15 @@ def _call(fn, params, kwargs):
     return fn(*args, **kw)
 
 
+#: Where a message names the thing an argument stands for rather than the argument.
+MESSAGE_NAMES = {"kind": "collective", "axes": "axis", "spec": "operand", "array": "operand", "text": "unit",
+                 "name": "chip", "link": "link", "level": "level"}
+
+
 def _mentions(message: str, name: str) -> bool:
     m = message.lower()
+    if name in MESSAGE_NAMES and MESSAGE_NAMES[name] in m:
+        return True
     words = {name, name.rstrip("_"), name.replace("_", " "), name.replace("_", "-"), name.rstrip("_").replace("_", " ")}
     return any(w.lower() in m for w in words if w)
 
