@@ -68,6 +68,7 @@ from typing import Sequence
 
 from . import units
 from .errors import MAX_CHIPS, Error, _show, require_non_negative, require_positive
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import require_flag as _require_flag
 from .topology import LINKS, PROTOCOLS, Axis, Topology, _coords, hops as _hops, link_protocols
 
@@ -457,8 +458,7 @@ def ring(kind: str, *, size: int, bytes_: float, one_way_bytes_per_s: float, bid
     kind = canonical_kind(kind)
     if kind not in ("all-gather", "reduce-scatter", "all-reduce"):
         raise Error(f"ring prices all-gather, reduce-scatter and all-reduce, not {kind}")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise Error(f"size must be a positive integer number of chips, got {size!r}")
+    size = _require_count("size", size, maximum=MAX_CHIPS)
     if not isinstance(bidirectional, bool):
         raise Error(f"bidirectional must be True or False, got {bidirectional!r}")
     require_non_negative(bytes_=bytes_, hop_latency_seconds=hop_latency_seconds)
@@ -571,8 +571,7 @@ def ring_all_to_all(*, size: int, bytes_: float, one_way_bytes_per_s: float, bid
     Steps: N - 1 one way, N // 2 both ways, each at `hop_latency_seconds`.
     """
     _require_flag('bidirectional', bidirectional)
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise Error(f"size must be a positive integer number of chips, got {size!r}")
+    size = _require_count("size", size, maximum=MAX_CHIPS)
     if not isinstance(bidirectional, bool):
         raise Error(f"bidirectional must be True or False, got {bidirectional!r}")
     require_non_negative(bytes_=bytes_, hop_latency_seconds=hop_latency_seconds)
@@ -603,8 +602,7 @@ def gather_to_chip(*, size: int, receiver: int, bytes_: float, one_way_bytes_per
     `gather_to_one` prices the best receiver on several axes.
     """
     _require_flag('wraparound', wraparound)
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise Error(f"size must be a positive integer number of chips, got {size!r}")
+    size = _require_count("size", size, maximum=MAX_CHIPS)
     if isinstance(receiver, bool) or not isinstance(receiver, int) or not 0 <= receiver < size:
         raise Error(f"receiver must be a chip index from 0 to {size - 1}, got {receiver!r}")
     if not isinstance(wraparound, bool):
@@ -640,8 +638,7 @@ def point_to_point_routes(topology: Topology, src, dst, *, bytes_: float, routes
     through a neighbouring row, so the slowest route has 2 more hops than the direct one (the
     latency term uses it). `routes` may not exceed the links of the sender or of the receiver.
     """
-    if isinstance(routes, bool) or not isinstance(routes, int) or routes < 1:
-        raise Error(f"routes must be a positive integer, got {routes!r}")
+    routes = _require_count("routes", routes, maximum=MAX_CHIPS)
     one = point_to_point(topology, src, dst, bytes_=bytes_, hop_latency_seconds=hop_latency_seconds)
     if routes == 1 or one.hops == 0:
         return one

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from . import units
 from ._data import load
-from .errors import MAX_CHIPS, Error, _show, require_flag, require_non_negative
+from .errors import MAX_CHIPS, Error, _show, number, require_flag, require_non_negative
 from .errors import require_flag as _require_flag
 from .hardware import Chip, chip as _chip
 
@@ -105,7 +105,7 @@ def superpod(chip: "str | Chip" = "h100", *, nodes: int | None = None, oversubsc
     pod = load("hardware_specs")["gpu_networking"]["dgx_h100_superpod_1024"]
     n = pod["nodes"] if nodes is None else nodes
     _count("nodes", n)
-    if not (isinstance(oversubscription, (int, float)) and oversubscription >= 1):
+    if number("oversubscription", oversubscription, maximum=1e3) < 1:
         raise Error(f"oversubscription must be a number >= 1 (1 = full bisection), got {oversubscription!r}")
     per_leaf = pod["nodes_per_su"]
     units_ = math.ceil(n / per_leaf)

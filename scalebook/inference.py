@@ -66,6 +66,7 @@ from . import collectives, units
 from . import transformer as tr
 from ._data import load
 from .errors import MAX_CHIPS, MAX_TOKENS, Error, _show, require_count, require_flag, require_positive
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
@@ -76,11 +77,12 @@ WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
 
 
-def _positive_int(name: str, value: object) -> int:
+def _positive_int(name: str, value: object, maximum: int = MAX_CHIPS) -> int:
+    """`value` as a positive int, at most `maximum` (default: `errors.MAX_CHIPS`, 10**7)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise Error(f"{name} must be a positive integer, got {_show(value)}")
-    if value > MAX_CHIPS:
-        raise Error(f"{name} is too large (at most {MAX_CHIPS:,} chips), got {_show(value)}")
+    if value > maximum:
+        raise Error(f"{name} is too large (at most {maximum:,}), got {_show(value)}")
     return value
 
 
@@ -136,7 +138,8 @@ class Deployment:
         return Deployment(**kw)
 
     def resolve(self, model: Transformer) -> "Deployment":
-        """This deployment with attention="auto" decided for `model` (class docstring)."""
+        """This deployment with attention="auto" decided for `model` (a config or a preset name)."""
+        model = _as_model(model)
         if self.attention != "auto":
             return self
         by_batch = self.tp > 1 and (model.heads % self.tp or (self.tp > model.kv_heads and not model.is_mla))
@@ -624,8 +627,10 @@ def _workspace(model: Transformer, d: Deployment, prompt_len: int) -> float:
 
 def _workspace_tokens(context: int, prompt_len: "int | None", workspace_tokens: "int | None") -> int:
     if workspace_tokens is not None:
-        return _positive_int("workspace_tokens", workspace_tokens)
-    return prompt_len or context
+        return _positive_int("workspace_tokens", workspace_tokens, MAX_TOKENS)
+    if prompt_len is not None and _require_count("prompt_len", prompt_len, minimum=0, maximum=MAX_TOKENS):
+        return int(prompt_len)
+    return context
 
 
 def memory_per_chip(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: int,
@@ -672,6 +677,9 @@ def chips_to_hold(model: Transformer, *, chip: "str | Chip", weights: str = "bf1
     """Fewest chips whose HBM holds the weights and the KV cache of `batch` x `context` tokens."""
     model = _as_model(model)
     c = _chip(chip)
+    batch = _require_count("batch", batch, minimum=0, maximum=MAX_TOKENS)
+    context = _require_count("context", context, minimum=0, maximum=MAX_TOKENS)
+    units.canonical_dtype(kv, "kv")
     total = tr.params(model).total_params * units.dtype_bytes(weights, "weights")
     if batch and context:
         total += tr.kv_cache(model, seq_len=context, batch=batch, dtype=kv).bytes
@@ -710,12 +718,12 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     model = _as_model(model)
     if not isinstance(model, Transformer):
         raise Error(f"model must be a scalebook.models.Transformer, got {type(model).__name__}")
-    d = deployment or Deployment()
+    d = Deployment() if deployment is None else deployment
     if not isinstance(d, Deployment):
         raise Error(f"deployment must be a scalebook.inference.Deployment, got {type(d).__name__}")
     c = _chip(chip)
     for name, v in (("prompt_len", prompt_len), ("output_len", output_len)):
-        _positive_int(name, v)
+        _positive_int(name, v, MAX_TOKENS)
     d = d.resolve(model)
     check_deployment(model, d)
     bw_default, c_default = default_efficiency(c)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .errors import MAX_CHIPS, Error
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import number as _number, require_count as _count, require_non_negative as _require_non_negative
 from .errors import require_positive as _require_positive, text as _text
 
@@ -161,8 +162,7 @@ def bound_cases(bounds: "dict[str, str]") -> str:
 def plan_reasons(pp: int) -> str:
     """Chapter 7: why the planner's best layout looks as it does, with or without a pipeline."""
     _count("pp", pp, maximum=MAX_CHIPS)
-    if isinstance(pp, bool) or not isinstance(pp, int) or pp < 1:
-        raise Error(f"pp must be a positive integer, got {pp!r}")
+    pp = _require_count("pp", pp, maximum=MAX_CHIPS)
     if pp == 1:
         return ("quantisation to cut the bytes, the largest batch the latency allows, and no more chips per "
                 "replica than the memory and the latency need")

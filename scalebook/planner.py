@@ -28,6 +28,7 @@ import numpy as np
 
 from . import step, units
 from .errors import Error
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip
@@ -222,10 +223,8 @@ def plan(model: Transformer, *, seq_len: int, batch_tokens: float | None = None,
     model = _as_model(model)
     if not isinstance(model, Transformer):
         raise Error(f"model must be a scalebook.models.Transformer, got {type(model).__name__}")
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise Error(f"top must be a positive integer, got {top!r}")
-    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
-        raise Error(f"seq_len must be a positive integer, got {seq_len!r}")
+    top = _require_count("top", top, maximum=10**4)
+    seq_len = _require_count("seq_len", seq_len, maximum=MAX_TOKENS)
     topo = _resolve_topology(chip, chips, topology)
     tokens = _batch(batch_tokens, batch_seqs, seq_len)
     cands = candidates(model, chips=topo.num_chips, seqs=round(tokens / seq_len), seq_len=seq_len, remat=remat)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from . import units
 from .errors import Error, require_non_negative, require_positive
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
@@ -129,6 +130,13 @@ class Speculation:
     #: (`verify_cost_ratio` computes it for a deployment and batch).
     verify_cost_ratio: float = 1.0
 
+    def __post_init__(self) -> None:
+        require_positive(verify_cost_ratio=self.verify_cost_ratio)
+        require_non_negative(acceptance_rate=self.acceptance_rate, draft_cost_ratio=self.draft_cost_ratio)
+        if self.acceptance_rate > 1:
+            raise Error(f"acceptance_rate is a probability, at most 1; got {self.acceptance_rate:g}")
+        _require_count("draft_tokens", self.draft_tokens, maximum=MAX_TOKENS)
+
     @property
     def tokens_per_round(self) -> float:
         """Expected tokens per verification: (1 - a^(g+1)) / (1 - a)."""
@@ -164,8 +172,7 @@ def verify_cost_ratio(model: Transformer, *, chip: "str | Chip", deployment: Dep
     from .inference import verify_step
 
     _positive = draft_tokens
-    if isinstance(_positive, bool) or not isinstance(_positive, int) or _positive < 1:
-        raise Error(f"draft_tokens must be a positive integer, got {draft_tokens!r}")
+    _positive = _require_count("draft_tokens", _positive, maximum=MAX_TOKENS)
     e = estimate(model, chip=chip, deployment=deployment, batch=batch, prompt_len=prompt_len,
                  output_len=output_len, **efficiency)
     return verify_step(e, tokens=draft_tokens + 1).seconds / e.decode.seconds
@@ -182,8 +189,7 @@ def speculative_decoding(*, acceptance_rate: float, draft_tokens: int, draft_cos
     require_non_negative(acceptance_rate=acceptance_rate, draft_cost_ratio=draft_cost_ratio)
     if acceptance_rate > 1:
         raise Error(f"acceptance_rate is a probability, at most 1; got {acceptance_rate:g}")
-    if isinstance(draft_tokens, bool) or not isinstance(draft_tokens, int) or draft_tokens < 1:
-        raise Error(f"draft_tokens must be a positive integer, got {draft_tokens!r}")
+    draft_tokens = _require_count("draft_tokens", draft_tokens, maximum=MAX_TOKENS)
     return Speculation(acceptance_rate=acceptance_rate, draft_tokens=draft_tokens, draft_cost_ratio=draft_cost_ratio,
                        verify_cost_ratio=verify_cost_ratio)
 

@@ -33,6 +33,7 @@ from typing import Mapping, Sequence
 
 from . import units
 from .errors import MAX_CHIPS, Error, _show, choose, require_flag
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .topology import Axis, Topology
 
@@ -48,11 +49,12 @@ MATMUL_DTYPES = ("bf16", "fp8", "fp32")
 POLICY_NAMES = tuple(REMAT)
 
 
-def _positive_int(name: str, value: object) -> int:
+def _positive_int(name: str, value: object, maximum: int = MAX_CHIPS) -> int:
+    """`value` as a positive int, at most `maximum` (default: `errors.MAX_CHIPS`, 10**7)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise Error(f"{name} must be a positive integer, got {_show(value)}")
-    if value > MAX_CHIPS:
-        raise Error(f"{name} is too large (at most {MAX_CHIPS:,} chips), got {_show(value)}")
+    if value > maximum:
+        raise Error(f"{name} is too large (at most {maximum:,}), got {_show(value)}")
     return value
 
 
