@@ -60,12 +60,19 @@ def require_finite(**values: Any) -> None:
 
 
 def require_count(name: str, value: Any, *, minimum: int = 1, maximum: int = MAX_COUNT, what: str = "") -> int:
-    """`value` as a whole number in [minimum, maximum]; bools, NaN, fractions and arrays raise `Error`.
+    """`value` as an int in [minimum, maximum]: a Python or numpy integer, never a bool, a float
+    (not even 4.0: a count is typed as one), NaN or an array, each refused with `Error`.
 
     Use `maximum=MAX_CHIPS` for chips (10**7) and `maximum=MAX_TOKENS` for tokens (10**15); `what`
-    names the cap in the message ("chips a cluster can hold").
+    names the cap in the message ("mesh axes").
     """
-    out = integer(name, value, minimum=minimum)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise Error(f"{name} must be {'a positive integer' if minimum == 1 else f'an integer >= {minimum}'}, "
+                    f"got {_show(value)}")
+    out = int(value)
+    if out < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise Error(f"{name} must be {kind}, got {_show(value)}")
     if out > maximum:
         why = f"; {what}" if what else ""
         raise Error(f"{name} is too large (at most {maximum:,}{why}), got {_show(value)}")

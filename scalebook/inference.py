@@ -626,6 +626,8 @@ def _workspace(model: Transformer, d: Deployment, prompt_len: int) -> float:
 
 
 def _workspace_tokens(context: int, prompt_len: "int | None", workspace_tokens: "int | None") -> int:
+    if prompt_len is not None:
+        _require_count("prompt_len", prompt_len, minimum=0, maximum=MAX_TOKENS)
     if workspace_tokens is not None:
         return _positive_int("workspace_tokens", workspace_tokens, MAX_TOKENS)
     if prompt_len is not None and _require_count("prompt_len", prompt_len, minimum=0, maximum=MAX_TOKENS):
@@ -740,7 +742,7 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     context = prompt_len + output_len
     ws = _workspace_tokens(context, prompt_len, workspace_tokens)
     most = max_batch(model, chip=c, deployment=d, context=context, workspace_tokens=ws)
-    if batch == "max":
+    if isinstance(batch, str) and batch == "max":
         if most < 1:
             raise Error(f"{model.name} does not fit on {d.chips} {c.name} with {d.label()}: not even one sequence "
                         f"of {context} tokens; use more chips or smaller weights")

@@ -97,7 +97,9 @@ def gap_over_batches(gaps: Sequence[float], batches: Sequence[int]) -> str:
     batch" (which is true only when they agree to the printed digit).
     """
     gaps = _numbers("gaps", gaps)
-    batches = [_count("batches", b) for b in _numbers("batches", batches)]
+    if isinstance(batches, str) or not isinstance(batches, (list, tuple)):
+        raise Error(f"batches must be a list of batch sizes, got {type(batches).__name__}")
+    batches = [_count("batches", b, maximum=10**15) for b in batches]
     if len(gaps) != len(batches) or not gaps:
         raise Error("gaps and batches must be non-empty and of equal length")
     hi = max(range(len(gaps)), key=lambda i: gaps[i])
@@ -177,7 +179,8 @@ def speculation_break_even(batch: "int | None") -> str:
     0: pays at none)."""
     if batch is None:
         return "speculation still pays at the largest batch that fits"
-    batch = _count("batch", batch, minimum=0)
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch <= 10**15:
+        raise Error(f"batch must be None or an integer >= 0 (at most 10**15), got {batch!r:.60}")
     if batch == 0:
         return "speculation does not pay even at batch 1"
     return f"speculation pays up to a batch of {batch:,} and costs time above it"

@@ -42,6 +42,8 @@ def glue(name: str, value: Any, unit: str | None = None, digits: int = 3) -> Any
         raise Error(f"value must be one number or a string, got an array of shape {value.shape}")
     if type(value).__module__ == "numpy" and hasattr(value, "item"):
         value = value.item()
+    if value is None:
+        raise Error("value must be a number or a string to glue, got None")
     if isinstance(value, float) and not math.isfinite(value):
         raise Error(f"value must be a finite number, got {value!r}: a page never shows nan or inf")  # numpy 2 scalars repr as 'np.float64(2.2)', which glue cannot format
     if unit is not None:

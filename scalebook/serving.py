@@ -35,6 +35,7 @@ def frontier(model: Transformer, *, chip: "str | Chip", deployment: Deployment, 
     cache fills the memory: the latency/throughput frontier of Chapter 7.
     """
     model = _as_model(model)
+    _instance("deployment", deployment, Deployment, "make one with inference.Deployment(tp=...)")
     _instance('deployment', deployment, Deployment)
     _integer('prompt_len', prompt_len), _integer('output_len', output_len)
     most = max_batch(model, chip=chip, deployment=deployment, context=prompt_len + output_len, prompt_len=prompt_len)
@@ -102,6 +103,7 @@ def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: D
     batch / output_len x (1 - hit rate) prompts in one pass (`inference.mixed_step`).
     """
     model = _as_model(model)
+    _instance("deployment", deployment, Deployment, "make one with inference.Deployment(tp=...)")
     require_non_negative(prefix_hit_rate=prefix_hit_rate)
     if prefix_hit_rate >= 1:
         raise Error(f"prefix_hit_rate is a fraction below 1, got {prefix_hit_rate:g}")
@@ -169,6 +171,7 @@ def verify_cost_ratio(model: Transformer, *, chip: "str | Chip", deployment: Dep
     memory-bound at this batch, up to g + 1 once it is compute-bound (Chapter 7).
     """
     model = _as_model(model)
+    _instance("deployment", deployment, Deployment, "make one with inference.Deployment(tp=...)")
     from .inference import verify_step
 
     _positive = draft_tokens
@@ -223,6 +226,7 @@ def speculation_break_even_batch(model: Transformer, *, chip: "str | Chip", depl
     exists. Found by bisection on the batch, which assumes the speedup falls with the batch.
     """
     model = _as_model(model)
+    _instance("deployment", deployment, Deployment, "make one with inference.Deployment(tp=...)")
     kw = dict(chip=chip, deployment=deployment, prompt_len=prompt_len, output_len=output_len,
               acceptance_rate=acceptance_rate, draft_tokens=draft_tokens, draft_cost_ratio=draft_cost_ratio,
               **efficiency)
@@ -270,6 +274,8 @@ def disaggregation(model: Transformer, *, chip: "str | Chip", prefill: Deploymen
     output_len x per-token latency / batch on the decode side; their ratio sizes the two pools.
     """
     model = _as_model(model)
+    _instance("prefill", prefill, Deployment, "make one with inference.Deployment(tp=...)")
+    _instance("decode", decode, Deployment, "make one with inference.Deployment(tp=...)")
     p = estimate(model, chip=chip, deployment=prefill, batch=1, prompt_len=prompt_len, output_len=output_len,
                  **efficiency)
     d = estimate(model, chip=chip, deployment=decode, batch=batch, prompt_len=prompt_len, output_len=output_len,
@@ -348,6 +354,7 @@ def plan_serving(model: Transformer, *, chip: "str | Chip", latency_target_s: fl
     c = _chip(chip)
     require_positive(latency_target_s=latency_target_s)
     _integer("max_chips", max_chips), _integer("top", top)
+    _require_count("prompt_len", prompt_len, maximum=MAX_TOKENS), _require_count("output_len", output_len, maximum=MAX_TOKENS)
     for name, dtypes in (("weights", weights), ("kv", kv)):
         if not isinstance(dtypes, (tuple, list)) or not all(isinstance(x, str) for x in dtypes):
             raise Error(f"{name} must be a tuple of dtype names such as ('bf16', 'fp8'), got {dtypes!r}")

@@ -90,6 +90,7 @@ import numpy as np
 from . import transformer as tr
 from .errors import model as _as_model
 from .errors import require_flag as _require_flag
+from .errors import MAX_TOKENS, Error as _Error, _show, require_count as _require_count
 from . import units
 from .models import Transformer
 from .strategy import REMAT, Placement
@@ -283,6 +284,9 @@ def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str,
     """
     _require_flag('flash', flash)
     _require_flag('dropout', dropout)
+    if not isinstance(policy, str) or policy not in REMAT:
+        raise _Error(f"unknown remat policy {_show(policy)}; valid: {', '.join(REMAT)}")
+    _require_count("seq_len", seq_len, maximum=MAX_TOKENS)
     model = _as_model(model)
     b = units.dtype_bytes(dtype, "dtype")
     wide = rest = 0.0

@@ -87,6 +87,8 @@ def link_efficiency(link: str, chip: "str | Chip | None" = None) -> float:
     """Fraction of a link's rate that collectives reach on it (tpu_slices.json, ``links``)."""
     if not isinstance(link, str) or link not in LINKS:
         raise Error(f"unknown link {link!r}; valid: {', '.join(LINKS)}")
+    if chip is not None:
+        _chip(chip)
     eff = load("tpu_slices")["links"][link]["bandwidth_efficiency"]
     if isinstance(eff, dict):
         name = _chip(chip).name if chip is not None else None
@@ -248,7 +250,9 @@ def _parse_shape(shape: "str | Sequence[int]", what: str) -> tuple[int, ...]:
         dims = tuple(shape)
     except TypeError:
         raise Error(f"{what} must be a string like '8x16' or a tuple of sizes, got {shape!r}") from None
-    dims = tuple(_require_count(f"each size of {what}", d, maximum=MAX_CHIPS) for d in dims)
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= MAX_CHIPS:
+            raise Error(f"bad size {_show(d)} in {what} {_show(shape)}; sizes are positive integers")
     if not dims:
         raise Error(f"{what} needs at least one size, e.g. '8x16'")
     return dims

@@ -75,7 +75,7 @@ def dtype_bytes(dtype: str, name: str = "dtype") -> float:
 def canonical_dtype(dtype: str, name: str = "dtype") -> str:
     """The package's short name for a dtype ('bfloat16' -> 'bf16'); raises `Error` if unknown,
     naming the argument `name`."""
-    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES or not isinstance(name, str):
         dtype_bytes(dtype, name)
     return _CANONICAL_DTYPE.get(dtype, dtype)
 
