@@ -163,12 +163,12 @@ class CollectiveCost:
         return f"<table>{body}</table>"
 
 
-def _axes(topology: Topology, axes: "str | Sequence[str]") -> tuple[Axis, ...]:
+def _axes(topology: Topology, axes: "str | Sequence[str]", name: str = "axes") -> tuple[Axis, ...]:
     if not isinstance(topology, Topology):
         raise Error(f"topology must be a scalebook.topology.Topology (e.g. topology.slice('tpu-v5e', '16x16')), "
                     f"got {type(topology).__name__}")
     if not isinstance(axes, (str, list, tuple)) or not all(isinstance(a, str) for a in axes):
-        raise Error(f"axes must be an axis name or a list of names, got {axes!r}; valid: {', '.join(topology.names)}")
+        raise Error(f"{name} must be an axis name or a list of names, got {_show(axes)}; valid: {', '.join(topology.names)}")
     names = (axes,) if isinstance(axes, str) else tuple(axes)
     if not names:
         raise Error(f"name at least one mesh axis; valid: {', '.join(topology.names)}")
@@ -508,7 +508,7 @@ def with_idle_axes(kind: str, topology: Topology, *, axes: "str | Sequence[str]"
     if kind not in ("all-gather", "reduce-scatter", "all-reduce"):
         raise Error(f"with_idle_axes prices all-gather, reduce-scatter and all-reduce, not {kind}")
     busy = _axes(topology, axes)
-    spare = _axes(topology, idle)
+    spare = _axes(topology, idle, "idle")
     overlap = {a.name for a in busy} & {a.name for a in spare}
     if overlap:
         raise Error(f"axes {sorted(overlap)} are both busy and idle; name each axis once")

@@ -111,10 +111,13 @@ def require_positive(**values: Any) -> None:
 
 
 def require_non_negative(**values: Any) -> None:
-    """Raise `Error` unless every named value is a finite number of zero or more."""
+    """Raise `Error` unless every named value is zero or a finite number in [1e-30, 1e30]."""
     for name, value in values.items():
-        if number(name, value) < 0:
+        x = number(name, value)
+        if x < 0:
             raise Error(f"{name} must be a number >= 0, got {_show(value)}")
+        if 0 < x < MIN_POSITIVE:
+            raise Error(f"{name} is too small (0, or at least {MIN_POSITIVE:g}), got {_show(value)}")
 
 
 def integer(name: str, value: Any, *, minimum: int = 1) -> int:

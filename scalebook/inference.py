@@ -468,7 +468,7 @@ def kv_bytes_per_sequence_per_chip(model: Transformer, d: Deployment, tokens: in
     1/tp of the sequences per chip; and over pp by layers."""
     model = _as_model(model)
     _instance('deployment', d, Deployment)
-    _number('tokens', tokens)
+    require_positive(tokens=tokens)
     kv = tr.kv_cache(model, seq_len=tokens, dtype=d.kv).bytes_per_sequence
     d = d.resolve(model)
     if d.attention == "batch":
@@ -701,6 +701,7 @@ def critical_decode_batch(chip: "str | Chip", *, weights: str = "bf16") -> float
     _text("weights", weights)
     if weights in ("fp8", "fp4") and "fp8" in c.flops_per_s:
         return c.peak_flops_per_s("fp8") * units.dtype_bytes(weights, "weights") / (2 * c.hbm_bytes_per_s)
+    units.canonical_dtype(weights, "weights")
     return roofline.critical_batch(c, "bf16", weight_dtype=weights)
 
 

@@ -19,7 +19,7 @@ import functools
 from dataclasses import dataclass
 
 from ._data import load
-from .errors import Error, _show, choose, require_flag
+from .errors import Error, _show, choose, number, require_flag
 
 MLP_KINDS = ("gated", "plain")
 NORM_KINDS = ("rmsnorm", "layernorm")
@@ -84,6 +84,9 @@ class Transformer:
 
     def __post_init__(self) -> None:
         _require_int(layers=self.layers, d_model=self.d_model, heads=self.heads, vocab=self.vocab)
+        for name in ("published_params", "published_active_params"):
+            if getattr(self, name) is not None and number(name, getattr(self, name)) <= 0:
+                raise Error(f"{name} must be a positive number of parameters, got {_show(getattr(self, name))}")
         for flag in ("tied_embeddings", "parallel_block", "biases"):
             require_flag(flag, getattr(self, flag))
         for name in ("name", "mlp", "norm", "source", "published_source"):

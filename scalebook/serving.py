@@ -18,7 +18,7 @@ import itertools
 from dataclasses import dataclass
 
 from . import units
-from .errors import Error, require_non_negative, require_positive
+from .errors import Error, _show, require_non_negative, require_positive
 from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
@@ -354,6 +354,11 @@ def plan_serving(model: Transformer, *, chip: "str | Chip", latency_target_s: fl
     c = _chip(chip)
     require_positive(latency_target_s=latency_target_s)
     _integer("max_chips", max_chips), _integer("top", top)
+    for name, dtypes in (("weights", weights), ("kv", kv)):
+        if isinstance(dtypes, str) or not isinstance(dtypes, (tuple, list)) or not dtypes:
+            raise Error(f"{name} must be a non-empty tuple of dtype names such as ('bf16', 'fp8'), got {_show(dtypes)}")
+        for dtype in dtypes:
+            units.canonical_dtype(dtype, name)
     _require_count("prompt_len", prompt_len, maximum=MAX_TOKENS), _require_count("output_len", output_len, maximum=MAX_TOKENS)
     for name, dtypes in (("weights", weights), ("kv", kv)):
         if not isinstance(dtypes, (tuple, list)) or not all(isinstance(x, str) for x in dtypes):

@@ -284,8 +284,8 @@ def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str,
     """
     _require_flag('flash', flash)
     _require_flag('dropout', dropout)
-    if not isinstance(policy, str) or policy not in REMAT:
-        raise _Error(f"unknown remat policy {_show(policy)}; valid: {', '.join(REMAT)}")
+    if not isinstance(policy, str) or policy not in tr.ACTIVATION_POLICIES:
+        raise _Error(f"unknown policy {_show(policy)}; valid: {', '.join(tr.ACTIVATION_POLICIES)}")
     _require_count("seq_len", seq_len, maximum=MAX_TOKENS)
     model = _as_model(model)
     b = units.dtype_bytes(dtype, "dtype")

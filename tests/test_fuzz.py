@@ -460,13 +460,13 @@ def _call(fn, params, kwargs):
 
 
 #: Where a message names the thing an argument stands for rather than the argument.
-MESSAGE_NAMES = {"kind": "collective", "axes": "axis", "spec": "operand", "array": "operand", "text": "unit",
-                 "name": "chip", "link": "link", "level": "level"}
+MESSAGE_NAMES = {"kind": ("collective",), "axes": ("axis",), "spec": ("operand", "preset"), "array": ("operand",),
+                 "text": ("unit",), "name": ("chip", "model"), "shape": ("mesh",), "path": ("notebook",)}
 
 
 def _mentions(message: str, name: str) -> bool:
     m = message.lower()
-    if name in MESSAGE_NAMES and MESSAGE_NAMES[name] in m:
+    if any(word in m for word in MESSAGE_NAMES.get(name, ())):
         return True
     words = {name, name.rstrip("_"), name.replace("_", " "), name.replace("_", "-"), name.rstrip("_").replace("_", " ")}
     return any(w.lower() in m for w in words if w)
