@@ -60,8 +60,9 @@ def candidates(model: Transformer, *, chips: int, seqs: int, seq_len: int,
     """Every strategy `plan` considers, before memory and speed are checked, as columns."""
     model = _as_model(model)
     _integer('chips', chips), _integer('seqs', seqs), _integer('seq_len', seq_len)
-    if not isinstance(remat, (tuple, list)) or not all(isinstance(r, str) for r in remat):
-        raise Error(f'remat must be a tuple of policy names, got {remat!r}; valid: {", ".join(POLICY_NAMES)}')
+    if (not isinstance(remat, (tuple, list)) or not remat or not all(isinstance(r, str) for r in remat)
+            or not set(remat) <= set(POLICY_NAMES)):
+        raise Error(f'remat must be a non-empty tuple of policy names, got {remat!r:.60}; valid: {", ".join(POLICY_NAMES)}')
     keys: list[tuple[int, ...]] = []  # (tp, cp, fsdp, dp, pp, ep)
     rows: list[tuple[int, ...]] = []  # (key index, virtual stages, microbatch)
     for tp in (t for t in _divisors(chips, MAX_TP) if _tp_ok(model, t)):

@@ -460,7 +460,7 @@ def _call(fn, params, kwargs):
 
 
 #: Where a message names the thing an argument stands for rather than the argument.
-MESSAGE_NAMES = {"kind": ("collective",), "axes": ("axis",), "spec": ("operand", "preset"), "array": ("operand",),
+MESSAGE_NAMES = {"kind": ("collective",), "axes": ("axis",), "spec": ("operand", "preset", "model"), "idle": ("axis",), "array": ("operand",),
                  "text": ("unit",), "name": ("chip", "model"), "shape": ("mesh",), "path": ("notebook",)}
 
 
@@ -553,6 +553,153 @@ def test_every_callable_has_a_valid_call_from_the_table(fuzzed):
 def test_no_failures_of_kind(fuzzed, kind):
     found = fuzzed[0][kind]
     assert found == [], f"{len(found)} of {fuzzed[1]} calls:\n" + "\n".join(found[:40])
+
+
+# --- The issue's reproducers (issue 21), one behaviour each -------------------------------------
+
+def _refused(call, *names):
+    """`call()` raises `scalebook.Error` whose one-line message names every one of `names`."""
+    with pytest.raises(Error) as e:
+        call()
+    message = str(e.value)
+    assert "\n" not in message.strip() and all(n in message for n in names), message
+
+
+def _llama():
+    from scalebook import models
+
+    return models.preset("llama3-8b")
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: scalebook.collectives.ring("all-gather", size=10**400, bytes_=1e9, one_way_bytes_per_s=1e11), "size"),
+    (lambda: scalebook.gpu_network.all_to_all_seconds("h100", bytes_=1e9, gpus=10**400), "gpus"),
+    (lambda: scalebook.inference.estimate(_llama(), chip="h100", batch=10**400, prompt_len=128, output_len=8), "batch"),
+    (lambda: scalebook.serving.verify_cost_ratio(_llama(), chip="h100", deployment=scalebook.inference.Deployment(),
+                                                 batch=8, prompt_len=128, output_len=8, draft_tokens=10**400),
+     "draft_tokens"),
+    (lambda: scalebook.planner.plan(_llama(), seq_len=10**400, batch_seqs=64, chip="h100", chips=8), "seq_len"),
+    (lambda: scalebook.training.rule_of_thumb_batch_per_chip("tpu-v5p", tp=10**400), "tp"),
+    (lambda: scalebook.memory_levels.host_transfer_seconds("h100", bytes_=1e9, chips=10**400), "chips"),
+    (lambda: scalebook.topology.multislice("tpu-v5e", "4x4", slices=10**400), "slices"),
+], ids=["collectives", "gpu_network", "inference", "serving", "planner", "training", "memory_levels", "topology"])
+def test_an_integer_too_large_for_a_float_is_refused_by_name(call, name):
+    _refused(call, name, "too large")
+
+
+def test_a_deployment_refuses_a_degree_beyond_the_chip_cap():
+    _refused(lambda: scalebook.inference.Deployment(tp=10**400), "tp", "10,000,000")
+
+
+def test_a_strategy_refuses_a_degree_beyond_the_chip_cap():
+    _refused(lambda: scalebook.strategy.Strategy(dp=10**400), "dp", "10,000,000")
+
+
+def test_for_chips_refuses_a_huge_count_at_once():
+    start = time.perf_counter()
+    _refused(lambda: scalebook.topology.for_chips("tpu-v5p", chips=10**400), "chips")
+    assert time.perf_counter() - start < 1
+
+
+def test_plan_refuses_a_huge_top_at_once():
+    start = time.perf_counter()
+    _refused(lambda: scalebook.planner.plan(_llama(), seq_len=4096, batch_seqs=64, chip="h100", chips=8, top=2**60),
+             "top", "10,000")
+    assert time.perf_counter() - start < 1
+
+
+@pytest.mark.parametrize("name", ["prompt_len", "output_len"])
+@pytest.mark.parametrize("bad", ["1024", float("nan"), -1e300, True], ids=["str", "nan", "-1e300", "True"])
+def test_serving_lengths_are_checked(name, bad):
+    from scalebook import inference, serving
+
+    kwargs = dict(chip="h100", deployment=inference.Deployment(), batch=8, prompt_len=128, output_len=8,
+                  acceptance_rate=0.7, draft_tokens=4, draft_cost_ratio=0.1)
+    _refused(lambda: serving.speculative_speedup(_llama(), **{**kwargs, name: bad}), name)
+
+
+@pytest.mark.parametrize("bad", ["4", float("nan"), -1e300, True], ids=["str", "nan", "-1e300", "True"])
+def test_draft_tokens_are_checked(bad):
+    _refused(lambda: scalebook.serving.speculative_decoding(acceptance_rate=0.7, draft_tokens=bad,
+                                                             draft_cost_ratio=0.1), "draft_tokens")
+
+
+def test_plan_names_an_unknown_remat_policy():
+    _refused(lambda: scalebook.planner.plan(_llama(), seq_len=4096, batch_seqs=64, chip="h100", chips=8,
+                                            remat=("bogus",)), "remat", "none, selective, full")
+
+
+def test_an_array_where_a_flag_is_expected_is_refused_by_name():
+    _refused(lambda: scalebook.transformer.flops_per_token("llama3-8b", causal=np.array([1.0, 2.0])), "causal",
+             "True or False")
+
+
+def test_a_number_to_show_must_be_finite():
+    _refused(lambda: scalebook.exercises.answers.number(float("nan")), "x", "finite")
+
+
+def test_an_answer_to_show_must_be_finite():
+    _refused(lambda: scalebook.exercises.answers.show(float("inf"), "ms"), "x", "finite")
+
+
+def test_a_notebook_table_needs_rows_of_dicts():
+    _refused(lambda: scalebook.notebook.table(5), "rows")
+
+
+def test_a_cli_table_needs_rows_of_dicts():
+    _refused(lambda: scalebook.cli.table([1, 2]), "rows")
+
+
+def test_a_deployment_resolves_for_a_preset_name():
+    from scalebook import inference, models
+
+    by_name = inference.Deployment(tp=2).resolve("llama3-8b")
+    assert by_name == inference.Deployment(tp=2).resolve(models.preset("llama3-8b"))
+
+
+def test_page_of_needs_a_notebook():
+    _refused(lambda: scalebook.grading.page_of(None, "x.ipynb"), "nb")
+
+
+def test_an_intensity_over_a_tiny_byte_count_is_refused():
+    _refused(lambda: scalebook.roofline.arithmetic_intensity(2e15, 1e-300), "bytes_", "1e-30")
+
+
+def test_a_training_batch_beyond_any_run_is_refused():
+    from scalebook import strategy, training
+
+    _refused(lambda: training.estimate(_llama(), strategy=strategy.Strategy(fsdp=8), seq_len=4096, batch_tokens=1e300,
+                                       chip="h100", chips=8), "batch_tokens", "too large")
+
+
+@pytest.mark.parametrize("bad", [float("inf"), True], ids=["inf", "True"])
+def test_superpod_oversubscription_must_be_a_finite_number(bad):
+    _refused(lambda: scalebook.gpu_network.superpod(oversubscription=bad), "oversubscription")
+
+
+@pytest.mark.parametrize("field, bad", [("acceptance_rate", float("nan")), ("draft_tokens", -1),
+                                        ("draft_cost_ratio", float("inf"))])
+def test_a_speculation_checks_its_fields(field, bad):
+    kwargs = {"acceptance_rate": 0.7, "draft_tokens": 4, "draft_cost_ratio": 0.1, field: bad}
+    _refused(lambda: scalebook.serving.Speculation(**kwargs), field)
+
+
+def test_chips_to_hold_checks_the_batch_without_a_context():
+    _refused(lambda: scalebook.inference.chips_to_hold(_llama(), chip="h100", batch="8", context=0), "batch")
+
+
+def test_a_strategy_flag_must_be_a_bool():
+    _refused(lambda: scalebook.strategy.Strategy(flash_attention=float("nan")), "flash_attention", "True or False")
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["train-estimate", "llama3-8b", "--chip", "h100", "--chips", "8", "--seq-len", "4096", "--batch-seqs", "1e300",
+      "--fsdp", "8"], "--batch-seqs"),
+    (["roofline", "op", "--chip", "h100", "--flops", "1e12", "--bytes", "1e-300"], "--bytes"),
+], ids=["count-1e300", "bytes-1e-300"])
+def test_the_cli_refuses_sizes_no_model_means(argv, flag):
+    rc, out, err = _cli(argv)
+    assert rc == 2 and flag in err and err.count("\n") == 1 and out == "", err
 
 
 # --- The command line -----------------------------------------------------------------------------
