@@ -10,7 +10,9 @@ largest quantity in the book, a frontier run's training FLOPs, is about 4e25), a
 most `MAX_CHIPS` (10**7; the largest cluster in the book has about 10**5), a count of tokens
 at most `MAX_TOKENS` (10**15; the largest training set in the book is about 1.5e13 tokens), and
 any other count at most `MAX_COUNT` (2**53, beyond which a float cannot hold every integer).
-A result that still overflows (a tiny divisor such as 1e-300 bytes) is refused by `finite_result`.
+Positive quantities are at least `MIN_POSITIVE` (1e-30), so no division by a tiny input (1e-300
+bytes) overflows to inf: with every input within [1e-30, 1e30], a formula's few products and
+quotients stay far inside a float's range.
 """
 from __future__ import annotations
 
@@ -83,16 +85,9 @@ def require_flag(name: str, value: Any) -> bool:
     """`value` if it is True or False (a numpy bool too); anything else raises `Error`."""
     if isinstance(value, bool):
         return value
-    if type(value).__name__ == "bool_":  # numpy.bool_, without importing numpy here
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"):  # without importing numpy
         return bool(value)
     raise Error(f"{name} must be True or False, got {_show(value)} ({type(value).__name__})")
-
-
-def finite_result(name: str, value: float) -> float:
-    """`value` if it is a finite number; else raise `Error` saying the inputs overflow `name`."""
-    if not math.isfinite(value) or abs(value) > 1e300:
-        raise Error(f"{name} overflows: the inputs are outside what the model can compute (got {value:g})")
-    return value
 
 
 MIN_POSITIVE = 1e-30

@@ -555,6 +555,71 @@ def test_no_failures_of_kind(fuzzed, kind):
     assert found == [], f"{len(found)} of {fuzzed[1]} calls:\n" + "\n".join(found[:40])
 
 
+# --- The shared validators of scalebook.errors ----------------------------------------------------
+
+@pytest.mark.parametrize("bad", [4.0, True, np.array([4]), "4", None], ids=["4.0", "True", "array", "str", "None"])
+def test_a_count_is_an_int(bad):
+    from scalebook.errors import require_count
+
+    _refused(lambda: require_count("chips", bad), "chips", "positive integer")
+
+
+def test_a_count_takes_a_numpy_int():
+    from scalebook.errors import require_count
+
+    assert require_count("chips", np.int64(8)) == 8 and type(require_count("chips", np.int64(8))) is int
+
+
+def test_a_count_above_its_cap_is_refused_with_the_cap():
+    from scalebook.errors import MAX_CHIPS, require_count
+
+    assert require_count("chips", 10**7, maximum=MAX_CHIPS) == 10**7
+    _refused(lambda: require_count("chips", 10**7 + 1, maximum=MAX_CHIPS), "chips", "at most 10,000,000")
+
+
+def test_zero_is_a_count_where_the_minimum_allows_it():
+    from scalebook.errors import require_count
+
+    assert require_count("batch", 0, minimum=0) == 0
+    _refused(lambda: require_count("batch", -1, minimum=0), "batch", ">= 0")
+
+
+@pytest.mark.parametrize("bad", [1, 0, float("nan"), "yes", None, np.array([True])],
+                         ids=["1", "0", "nan", "str", "None", "array"])
+def test_a_flag_is_a_bool(bad):
+    from scalebook.errors import require_flag
+
+    _refused(lambda: require_flag("causal", bad), "causal", "True or False")
+
+
+def test_a_numpy_bool_is_a_flag():
+    from scalebook.errors import require_flag
+
+    assert require_flag("causal", np.bool_(True)) is True
+
+
+def test_a_number_above_1e30_is_refused_with_the_cap():
+    from scalebook.errors import number
+
+    assert number("flops", 1e30) == 1e30
+    _refused(lambda: number("flops", 1.1e30), "flops", "at most 1e+30")
+
+
+def test_a_positive_quantity_below_1e30_is_refused_with_the_floor():
+    from scalebook.errors import require_non_negative, require_positive
+
+    require_positive(seconds=1e-30), require_non_negative(seconds=0)
+    _refused(lambda: require_positive(seconds=1e-31), "seconds", "at least 1e-30")
+    _refused(lambda: require_non_negative(seconds=1e-31), "seconds", "at least 1e-30")
+
+
+def test_require_finite_names_the_value():
+    from scalebook.errors import require_finite
+
+    require_finite(x=-2.5)
+    _refused(lambda: require_finite(x=float("inf")), "x", "finite")
+
+
 # --- The issue's reproducers (issue 21), one behaviour each -------------------------------------
 
 def _refused(call, *names):
