@@ -856,9 +856,19 @@ def _cli_failures(name: str) -> list[str]:
 def test_every_command_is_fuzzed():
     from scalebook import cli
 
+    # grade and measure: their one numeric flag is driven below, before anything runs; models takes no flags
     assert set(cli.COMMAND_MODULES) - {"grade", "measure", "models"} == set(CLI_VALID)
     for argv in CLI_VALID.values():
         assert _cli(argv)[0] == 0, argv
+
+
+@pytest.mark.parametrize("argv", [["measure", "--repeats"], ["grade", "/nonexistent/01-rooflines.ipynb", "--timeout"]],
+                         ids=["measure", "grade"])
+def test_the_timing_and_grading_commands_refuse_bad_flag_values_before_running(argv):
+    """Every bad value is refused while the flags are read: nothing is timed or executed."""
+    for bad in CLI_BAD:
+        rc, out, err = _cli([*argv, bad])
+        assert rc == 2 and err.count("\n") == 1 and err.startswith("scalebook: error:"), (bad, err)
 
 
 @pytest.mark.parametrize("name", sorted(CLI_VALID))
