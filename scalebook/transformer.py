@@ -430,15 +430,14 @@ def training_memory(model: Transformer, *, param_dtype: str = "bf16", grad_dtype
     """
     model = _as_model(model)
     n = params(model).total_params
-    def b(dtype_name: str) -> float:
-        return units.dtype_bytes(locals_[dtype_name], dtype_name)
-
-    locals_ = {"param_dtype": param_dtype, "grad_dtype": grad_dtype, "first_moment_dtype": first_moment_dtype,
-               "second_moment_dtype": second_moment_dtype, "master_dtype": master_dtype}
+    given = {"param_dtype": param_dtype, "grad_dtype": grad_dtype, "first_moment_dtype": first_moment_dtype,
+             "second_moment_dtype": second_moment_dtype, "master_dtype": master_dtype}
+    b = {name: units.dtype_bytes(dtype, name) for name, dtype in given.items()
+         if dtype is not None or name != "master_dtype"}  # no master copy: master_dtype=None
     return TrainingMemory(
-        model_name=model.name, params=n, param_bytes=n * b("param_dtype"), grad_bytes=n * b("grad_dtype"),
-        first_moment_bytes=n * b("first_moment_dtype"), second_moment_bytes=n * b("second_moment_dtype"),
-        master_bytes=n * b("master_dtype") if master_dtype is not None else 0.0,
+        model_name=model.name, params=n, param_bytes=n * b["param_dtype"], grad_bytes=n * b["grad_dtype"],
+        first_moment_bytes=n * b["first_moment_dtype"], second_moment_bytes=n * b["second_moment_dtype"],
+        master_bytes=n * b["master_dtype"] if master_dtype is not None else 0.0,
     )
 
 
