@@ -24,6 +24,9 @@ Set aside as the issue's fuzzer did: jax_*, xla, profile, measure and plots (the
 draw); the grading functions that execute notebooks; the argparse plumbing of `cli` (driven through
 `cli.main`); and the result dataclasses the package builds itself (`RESULT_CLASSES`: nothing reads
 them back as input). The draw is deterministic: the same calls every run, no random generator.
+
+`python tests/test_fuzz.py [PREFIX ...]` prints the failures by kind, the CLI's, the number of
+calls and the run time (for the callables whose names start with a PREFIX, e.g. `serving`).
 """
 from __future__ import annotations
 
