@@ -240,6 +240,9 @@ def deviation(measured: float, reference: float, what: str, digits: int = 2) -> 
     of a percent: 'matches {what} (to within 0.01%)', 'is 0.07% above {what}', 'is 1.20% below {what}'.
 
     A gap that rounds to zero is called a match rather than printed as '0.00%' or '-0.00%'."""
+    _require_non_negative(measured=measured), _require_positive(reference=reference), _text("what", what)
+    if isinstance(digits, int) and digits > 6:
+        raise Error(f"digits must be at most 6, got {digits!r:.60}")
     if reference <= 0:
         raise Error(f"reference must be positive, got {reference!r}")
     if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:

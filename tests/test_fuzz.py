@@ -158,7 +158,8 @@ def _good() -> dict:
         "optimizer_dtype": "fp32", "tp_overlap": False, "reshard_after_forward": True,
         "activations": "bf16", "attention": "auto", "attention_weights": None, "layers": 32, "heads": 32,
         "kv_heads": 8, "vocab": 32000, "seqs": 64, "estimate": None, "answer": 1.0,
-        "data": {"a": 1.5}, "columns": None, "fields": None, "result": None,
+        "data": {"a": 1.5}, "columns": None, "fields": None, "result": None, "experts": 64, "group": 8,
+        "node_bytes_per_s": 4e11, "gpu_bytes_per_s": 4.5e11, "model_parallel": 8, "gpus_per_node": 8,
     }
 
 
@@ -201,6 +202,7 @@ GOOD_FOR = {
     "inference_prose.bound_cases": {"bounds": ["memory", "compute"]},
     "inference_prose.plan_reasons": {"pp": 1}, "inference_prose.speculation_break_even": {"batch": 16},
     "inference_prose.signed_percent": {"x": 0.1},
+    "inference_prose.deviation": {"measured": 1.01, "reference": 1.0, "what": "the formula"},
     "inference_prose.goal_sentence": {"median": 0.1, "goal": 0.2, "gpu_median": 0.1, "tpu_median": 0.1},
     "inference_prose.error_directions": {"errors": [0.1, -0.1]},
     "inference_prose.firmer_ground": {"subset_median": 0.1, "family_median": 0.2},
