@@ -65,7 +65,8 @@ from typing import Any, Mapping
 from . import collectives, units
 from . import transformer as tr
 from ._data import load
-from .errors import Error, require_positive
+from .errors import MAX_CHIPS, MAX_TOKENS, Error, _show, require_count, require_flag, require_positive
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
@@ -76,9 +77,12 @@ WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
 
 
-def _positive_int(name: str, value: object) -> int:
+def _positive_int(name: str, value: object, maximum: int = MAX_CHIPS) -> int:
+    """`value` as a positive int, at most `maximum` (default: `errors.MAX_CHIPS`, 10**7)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Error(f"{name} must be a positive integer, got {value!r}")
+        raise Error(f"{name} must be a positive integer, got {_show(value)}")
+    if value > maximum:
+        raise Error(f"{name} is too large (at most {maximum:,}), got {_show(value)}")
     return value
 
 
@@ -107,7 +111,7 @@ class Deployment:
     def __post_init__(self) -> None:
         for name in ("tp", "ep", "pp"):
             _positive_int(name, getattr(self, name))
-        if self.attention not in ("heads", "batch", "auto"):
+        if not isinstance(self.attention, str) or self.attention not in ("heads", "batch", "auto"):
             raise Error(f"unknown attention split {self.attention!r}; valid: heads, batch, auto")
         checks = [("weights", WEIGHT_DTYPES), ("kv", KV_DTYPES), ("activations", ("bf16", "fp16", "fp32"))]
         if self.attention_weights is not None:
@@ -134,7 +138,8 @@ class Deployment:
         return Deployment(**kw)
 
     def resolve(self, model: Transformer) -> "Deployment":
-        """This deployment with attention="auto" decided for `model` (class docstring)."""
+        """This deployment with attention="auto" decided for `model` (a config or a preset name)."""
+        model = _as_model(model)
         if self.attention != "auto":
             return self
         by_batch = self.tp > 1 and (model.heads % self.tp or (self.tp > model.kv_heads and not model.is_mla))
@@ -463,7 +468,7 @@ def kv_bytes_per_sequence_per_chip(model: Transformer, d: Deployment, tokens: in
     1/tp of the sequences per chip; and over pp by layers."""
     model = _as_model(model)
     _instance('deployment', d, Deployment)
-    _number('tokens', tokens)
+    require_positive(tokens=tokens)
     kv = tr.kv_cache(model, seq_len=tokens, dtype=d.kv).bytes_per_sequence
     d = d.resolve(model)
     if d.attention == "batch":
@@ -621,9 +626,13 @@ def _workspace(model: Transformer, d: Deployment, prompt_len: int) -> float:
 
 
 def _workspace_tokens(context: int, prompt_len: "int | None", workspace_tokens: "int | None") -> int:
+    if prompt_len is not None:
+        _require_count("prompt_len", prompt_len, minimum=0, maximum=MAX_TOKENS)
     if workspace_tokens is not None:
-        return _positive_int("workspace_tokens", workspace_tokens)
-    return prompt_len or context
+        return _positive_int("workspace_tokens", workspace_tokens, MAX_TOKENS)
+    if prompt_len is not None and _require_count("prompt_len", prompt_len, minimum=0, maximum=MAX_TOKENS):
+        return int(prompt_len)
+    return context
 
 
 def memory_per_chip(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: int,
@@ -670,7 +679,10 @@ def chips_to_hold(model: Transformer, *, chip: "str | Chip", weights: str = "bf1
     """Fewest chips whose HBM holds the weights and the KV cache of `batch` x `context` tokens."""
     model = _as_model(model)
     c = _chip(chip)
-    total = tr.params(model).total_params * units.dtype_bytes(weights)
+    batch = _require_count("batch", batch, minimum=0, maximum=MAX_TOKENS)
+    context = _require_count("context", context, minimum=0, maximum=MAX_TOKENS)
+    units.canonical_dtype(kv, "kv")
+    total = tr.params(model).total_params * units.dtype_bytes(weights, "weights")
     if batch and context:
         total += tr.kv_cache(model, seq_len=context, batch=batch, dtype=kv).bytes
     return max(1, math.ceil(total / c.hbm_bytes))
@@ -688,7 +700,8 @@ def critical_decode_batch(chip: "str | Chip", *, weights: str = "bf16") -> float
     c = _chip(chip)
     _text("weights", weights)
     if weights in ("fp8", "fp4") and "fp8" in c.flops_per_s:
-        return c.peak_flops_per_s("fp8") * units.dtype_bytes(weights) / (2 * c.hbm_bytes_per_s)
+        return c.peak_flops_per_s("fp8") * units.dtype_bytes(weights, "weights") / (2 * c.hbm_bytes_per_s)
+    units.canonical_dtype(weights, "weights")
     return roofline.critical_batch(c, "bf16", weight_dtype=weights)
 
 
@@ -708,12 +721,12 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     model = _as_model(model)
     if not isinstance(model, Transformer):
         raise Error(f"model must be a scalebook.models.Transformer, got {type(model).__name__}")
-    d = deployment or Deployment()
+    d = Deployment() if deployment is None else deployment
     if not isinstance(d, Deployment):
         raise Error(f"deployment must be a scalebook.inference.Deployment, got {type(d).__name__}")
     c = _chip(chip)
     for name, v in (("prompt_len", prompt_len), ("output_len", output_len)):
-        _positive_int(name, v)
+        _positive_int(name, v, MAX_TOKENS)
     d = d.resolve(model)
     check_deployment(model, d)
     bw_default, c_default = default_efficiency(c)
@@ -730,7 +743,7 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     context = prompt_len + output_len
     ws = _workspace_tokens(context, prompt_len, workspace_tokens)
     most = max_batch(model, chip=c, deployment=d, context=context, workspace_tokens=ws)
-    if batch == "max":
+    if isinstance(batch, str) and batch == "max":
         if most < 1:
             raise Error(f"{model.name} does not fit on {d.chips} {c.name} with {d.label()}: not even one sequence "
                         f"of {context} tokens; use more chips or smaller weights")

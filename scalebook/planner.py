@@ -28,6 +28,7 @@ import numpy as np
 
 from . import step, units
 from .errors import Error
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip
@@ -59,8 +60,9 @@ def candidates(model: Transformer, *, chips: int, seqs: int, seq_len: int,
     """Every strategy `plan` considers, before memory and speed are checked, as columns."""
     model = _as_model(model)
     _integer('chips', chips), _integer('seqs', seqs), _integer('seq_len', seq_len)
-    if not isinstance(remat, (tuple, list)) or not all(isinstance(r, str) for r in remat):
-        raise Error(f'remat must be a tuple of policy names, got {remat!r}; valid: {", ".join(POLICY_NAMES)}')
+    if (not isinstance(remat, (tuple, list)) or not remat or not all(isinstance(r, str) for r in remat)
+            or not set(remat) <= set(POLICY_NAMES)):
+        raise Error(f'remat must be a non-empty tuple of policy names, got {remat!r:.60}; valid: {", ".join(POLICY_NAMES)}')
     keys: list[tuple[int, ...]] = []  # (tp, cp, fsdp, dp, pp, ep)
     rows: list[tuple[int, ...]] = []  # (key index, virtual stages, microbatch)
     for tp in (t for t in _divisors(chips, MAX_TP) if _tp_ok(model, t)):
@@ -222,10 +224,8 @@ def plan(model: Transformer, *, seq_len: int, batch_tokens: float | None = None,
     model = _as_model(model)
     if not isinstance(model, Transformer):
         raise Error(f"model must be a scalebook.models.Transformer, got {type(model).__name__}")
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise Error(f"top must be a positive integer, got {top!r}")
-    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
-        raise Error(f"seq_len must be a positive integer, got {seq_len!r}")
+    top = _require_count("top", top, maximum=10**4)
+    seq_len = _require_count("seq_len", seq_len, maximum=MAX_TOKENS)
     topo = _resolve_topology(chip, chips, topology)
     tokens = _batch(batch_tokens, batch_seqs, seq_len)
     cands = candidates(model, chips=topo.num_chips, seqs=round(tokens / seq_len), seq_len=seq_len, remat=remat)

@@ -89,7 +89,7 @@ def summarize(errors: Sequence[float]) -> ErrorSummary:
     if isinstance(errors, (str, bytes)) or not isinstance(errors, Sequence):
         raise Error(f"errors must be a list of numbers (predicted / reported - 1), got {type(errors).__name__}")
     if not errors:
-        raise Error("summarize needs at least one error")
+        raise Error("errors must hold at least one error")
     magnitudes = [abs(number(f"errors[{i}]", e)) for i, e in enumerate(errors)]
     return ErrorSummary(count=len(magnitudes), median_abs_error=statistics.median(magnitudes),
                         mean_abs_error=statistics.fmean(magnitudes), max_abs_error=max(magnitudes))

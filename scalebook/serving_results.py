@@ -62,6 +62,7 @@ from typing import Mapping
 
 from ._data import load
 from .errors import Error, choose
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .runs import NotModelled, from_entry
 from .models import Transformer, from_dict, preset
 
@@ -465,8 +466,7 @@ def validation_report(*, worst: int = 5, **efficiency) -> ValidationReport:
 
     Fit results are left out of every statistic: they measure the fit, not the model.
     """
-    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
-        raise Error(f"worst must be a non-negative integer, got {worst!r}")
+    worst = _require_count("worst", worst, minimum=0, maximum=10**4)
     preds = tuple(p for p in (predict(r, **efficiency) for r in results_with_role("validation")) if p is not None)
     if not preds:
         raise Error("no validation result reports a figure the model predicts")

@@ -110,6 +110,8 @@ import numpy as np
 
 from . import transformer as tr
 from .errors import model as _as_model
+from .errors import require_flag as _require_flag
+from .errors import MAX_TOKENS, Error as _Error, _show, require_count as _require_count
 from . import units
 from .models import Transformer
 from .strategy import REMAT, Placement
@@ -306,8 +308,13 @@ def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str,
     (2022)'s GPT layer with dropout, wide + rest / t is their eq. 2, s b h (10 + 24/t + 5 a s/(h t)),
     and (wide + rest) / t with sequence parallelism their s b h / t (34 + 5 a s / h).
     """
+    _require_flag('flash', flash)
+    _require_flag('dropout', dropout)
+    if not isinstance(policy, str) or policy not in tr.ACTIVATION_POLICIES:
+        raise _Error(f"unknown policy {_show(policy)}; valid: {', '.join(tr.ACTIVATION_POLICIES)}")
+    _require_count("seq_len", seq_len, maximum=MAX_TOKENS)
     model = _as_model(model)
-    b = units.dtype_bytes(dtype)
+    b = units.dtype_bytes(dtype, "dtype")
     wide = rest = 0.0
     for moe, count in ((False, model.dense_layers), (True, model.moe_layers)):
         if not count:

@@ -30,6 +30,7 @@ import numpy as np
 from . import collectives, step, units
 from ._data import load
 from .errors import Error, require_positive
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
@@ -303,8 +304,7 @@ def _batch(batch_tokens: float | None, batch_seqs: int | None, seq_len: int) -> 
     if (batch_tokens is None) == (batch_seqs is None):
         raise Error("give exactly one of batch_tokens (tokens per step) or batch_seqs (sequences per step)")
     if batch_seqs is not None:
-        if isinstance(batch_seqs, bool) or not isinstance(batch_seqs, int) or batch_seqs < 1:
-            raise Error(f"batch_seqs must be a positive integer, got {batch_seqs!r}")
+        batch_seqs = _require_count("batch_seqs", batch_seqs, maximum=MAX_TOKENS)
         return float(batch_seqs * seq_len)
     require_positive(batch_tokens=batch_tokens)
     seqs = round(batch_tokens / seq_len)  # "4M tokens" of 2,048-token sequences: 1,953 sequences
@@ -390,8 +390,7 @@ def estimate(model: Transformer, *, strategy: Strategy, seq_len: int, batch_toke
                     f"got {type(model).__name__}")
     if not isinstance(strategy, Strategy):
         raise Error(f"strategy must be a scalebook.training.Strategy, got {type(strategy).__name__}")
-    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
-        raise Error(f"seq_len must be a positive integer, got {seq_len!r}")
+    seq_len = _require_count("seq_len", seq_len, maximum=MAX_TOKENS)
     topo = _resolve_topology(chip, chips, topology)
     tokens = _batch(batch_tokens, batch_seqs, seq_len)
     check_fits_model(model, strategy, seq_len)
@@ -606,9 +605,8 @@ def rule_of_thumb_batch_per_chip(chip: "str | Chip", *, link: str = "ici", grad_
     c = _chip(chip)
     w = link_bytes_per_s(c, link)
     for name, v in (("tp", tp), ("chips_sharing", chips_sharing)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise Error(f"{name} must be a positive integer, got {v!r}")
-    return units.dtype_bytes(grad_dtype) / 2 * c.peak_flops_per_s("bf16") / w / tp / chips_sharing
+        v = _require_count(name, v, maximum=MAX_CHIPS)
+    return units.dtype_bytes(grad_dtype, "grad_dtype") / 2 * c.peak_flops_per_s("bf16") / w / tp / chips_sharing
 
 
 def pipeline_bubble_fraction(*, pp: int, microbatches: int, virtual_stages: int = 1) -> float:
@@ -619,8 +617,7 @@ def pipeline_bubble_fraction(*, pp: int, microbatches: int, virtual_stages: int 
     """
     _integer('pp', pp), _integer('microbatches', microbatches), _integer('virtual_stages', virtual_stages)
     for name, v in (("pp", pp), ("microbatches", microbatches), ("virtual_stages", virtual_stages)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise Error(f"{name} must be a positive integer, got {v!r}")
+        v = _require_count(name, v, maximum=MAX_CHIPS)
     bubble = (pp - 1) / virtual_stages
     return bubble / (microbatches + bubble)
 
@@ -633,7 +630,7 @@ def min_expert_width(chip: "str | Chip", *, link: str, activation_dtype: str = "
     F_e >= (2 b / 9) C / W (Chapter 5; the batch and k cancel).
     """
     c = _chip(chip)
-    return 2 * units.dtype_bytes(activation_dtype) / 9 * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
+    return 2 * units.dtype_bytes(activation_dtype, "activation_dtype") / 9 * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
 
 
 def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, activation_dtype: str = "bf16") -> float:
@@ -647,7 +644,7 @@ def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, acti
     """
     model = _as_model(model)
     c = _chip(chip)
-    b = units.dtype_bytes(activation_dtype)
+    b = units.dtype_bytes(activation_dtype, "activation_dtype")
     return b * model.kv_heads / model.heads * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
 
 
@@ -697,7 +694,7 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
     layer = (facts.layer_dense_params + facts.layer_expert_params * (model.experts_per_token /
              max(model.routed_experts, 1))) / model.layers
     peak = c.peak_flops_per_s("bf16") * efficiency
-    return 6 * layer * w / (8 * model.d_model * units.dtype_bytes(activation_dtype) * peak)
+    return 6 * layer * w / (8 * model.d_model * units.dtype_bytes(activation_dtype, "activation_dtype") * peak)
 
 
 # --- calibration -------------------------------------------------------------------------------

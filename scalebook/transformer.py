@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from . import units
 from .errors import Error, choose, require_non_negative, require_positive
+from .errors import require_flag as _require_flag
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .models import Transformer
@@ -268,6 +269,7 @@ def flops_per_token(model: Transformer, *, seq_len: int = 0, causal: bool = True
     + attention scores 4 T_eff N H per layer (T_eff = T/2 when `causal`). `seq_len=0` leaves the
     attention scores out. Training per token is 3 x forward (`.training_flops`).
     """
+    _require_flag('causal', causal)
     model = _as_model(model)
     _check_seq(seq_len)
     D, L = model.d_model, model.layers
@@ -289,6 +291,9 @@ def layer_flops_per_token(model: Transformer, *, seq_len: int = 0, causal: bool 
 
     `moe` picks a MoE layer or a dense one; default: MoE if the model has MoE layers.
     """
+    _require_flag('causal', causal)
+    if moe is not None:
+        _require_flag('moe', moe)
     model = _as_model(model)
     _check_seq(seq_len)
     if moe is None:
@@ -316,6 +321,9 @@ def attention_crossover_seq_len(model: Transformer, *, causal: bool = False, moe
     T* = (projection + MLP FLOPs) / (score FLOPs per unit of T). For an MHA layer with N H = D
     and a gated MLP of F = 4 D, T* = 8 D without the causal halving and 16 D with it (Chapter 4).
     """
+    _require_flag('causal', causal)
+    if moe is not None:
+        _require_flag('moe', moe)
     model = _as_model(model)
     one = layer_flops_per_token(model, seq_len=1, causal=causal, moe=moe)
     return one.forward_flops_without_attention / one.attention_score_flops
@@ -353,6 +361,7 @@ def training_flops(model: Transformer, *, tokens: float, seq_len: int = 0, causa
     N is the active parameter count (embedding included, as most papers quote it); the exact
     count adds attention scores and leaves out the FLOP-free embedding lookup.
     """
+    _require_flag('causal', causal)
     model = _as_model(model)
     require_positive(tokens=tokens)
     per = flops_per_token(model, seq_len=seq_len, causal=causal)
@@ -421,11 +430,14 @@ def training_memory(model: Transformer, *, param_dtype: str = "bf16", grad_dtype
     """
     model = _as_model(model)
     n = params(model).total_params
-    b = units.dtype_bytes
+    given = {"param_dtype": param_dtype, "grad_dtype": grad_dtype, "first_moment_dtype": first_moment_dtype,
+             "second_moment_dtype": second_moment_dtype, "master_dtype": master_dtype}
+    b = {name: units.dtype_bytes(dtype, name) for name, dtype in given.items()
+         if dtype is not None or name != "master_dtype"}  # no master copy: master_dtype=None
     return TrainingMemory(
-        model_name=model.name, params=n, param_bytes=n * b(param_dtype), grad_bytes=n * b(grad_dtype),
-        first_moment_bytes=n * b(first_moment_dtype), second_moment_bytes=n * b(second_moment_dtype),
-        master_bytes=n * b(master_dtype) if master_dtype is not None else 0.0,
+        model_name=model.name, params=n, param_bytes=n * b["param_dtype"], grad_bytes=n * b["grad_dtype"],
+        first_moment_bytes=n * b["first_moment_dtype"], second_moment_bytes=n * b["second_moment_dtype"],
+        master_bytes=n * b["master_dtype"] if master_dtype is not None else 0.0,
     )
 
 
@@ -597,11 +609,14 @@ def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: s
     log-sum-exp (4 N bytes per token), so 'attention' saves the same as 'none' there; RoPE
     saves nothing (its backward rotates the gradient back by angles fixed by the positions).
     """
+    _require_flag('flash_attention', flash_attention)
+    _require_flag('causal', causal)
+    _require_flag('dropout', dropout)
     model = _as_model(model)
     require_positive(batch=batch, seq_len=seq_len)
     choose("remat policy", policy, ACTIVATION_POLICIES)
     _instance("dropout", dropout, bool)
-    b = units.dtype_bytes(dtype)
+    b = units.dtype_bytes(dtype, "dtype")
     total = 0.0
     tensors: tuple[SavedTensor, ...] = ()
     for moe, count in ((False, model.dense_layers), (True, model.moe_layers)):
@@ -662,9 +677,9 @@ def kv_cache(model: Transformer, *, seq_len: int = 1, batch: int = 1, dtype: str
         per_layer = model.mla_kv_compression_dim + model.mla_rope_head_dim
     else:
         per_layer = 2 * model.kv_heads * model.head_dim
-    return KVCache(model_name=model.name, dtype=units.canonical_dtype(dtype), seq_len=seq_len, batch=batch,
+    return KVCache(model_name=model.name, dtype=units.canonical_dtype(dtype, "dtype"), seq_len=seq_len, batch=batch,
                    layers=model.layers, elements_per_token_per_layer=per_layer,
-                   bytes_per_token_per_layer=per_layer * units.dtype_bytes(dtype))
+                   bytes_per_token_per_layer=per_layer * units.dtype_bytes(dtype, "dtype"))
 
 
 # --- attention's arithmetic intensity -----------------------------------------------------------
@@ -727,10 +742,11 @@ def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, pha
       + N (2 d_c + d_R)). All N heads share one cached latent, so the intensity tends to
       2 N (2 d_c + d_R) / (b (d_c + d_R)), about N in bf16. MLA prefill is not modelled.
     """
+    _require_flag('causal', causal)
     model = _as_model(model)
     choose("phase", phase, ATTENTION_PHASES)
     require_positive(seq_len=seq_len, batch=batch)
-    b = units.dtype_bytes(dtype)
+    b = units.dtype_bytes(dtype, "dtype")
     if model.is_mla:
         if phase != "decode":
             raise Error(f"attention_intensity models MLA ({model.name}) in decode only, where its "
@@ -823,12 +839,13 @@ def flash_attention_cost(model: Transformer, *, batch: int, seq_len: int, causal
     per block of queries, which lowers the intensity towards the query block size.
     `probabilities_bytes` is the B N T^2 b matrix P that a non-fused kernel would keep instead.
     """
+    _require_flag('causal', causal)
     model = _as_model(model)
     batch, seq_len = _integer("batch", batch), _integer("seq_len", seq_len)
     _instance("causal", causal, bool)
     _require_standard_attention(model, "flash_attention_cost")
     N, K, H = model.heads, model.kv_heads, model.head_dim
-    b, c = units.dtype_bytes(dtype), 4
+    b, c = units.dtype_bytes(dtype, "dtype"), 4
     t_eff = seq_len / 2 if causal else seq_len
     one = 2.0 * batch * t_eff * seq_len * N * H            # one T_eff x T x H matmul, all heads
     return FlashAttentionCost(

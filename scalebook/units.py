@@ -62,17 +62,21 @@ _BASE = {
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 
 
-def dtype_bytes(dtype: str) -> float:
-    """Bytes per element of `dtype` (e.g. 2 for bf16, 0.5 for int4)."""
+def dtype_bytes(dtype: str, name: str = "dtype") -> float:
+    """Bytes per element of `dtype` (e.g. 2 for bf16, 0.5 for int4); `name` is the argument's name
+    for the error message."""
+    if not isinstance(name, str):
+        raise Error(f"name must be the argument's name (a string), got {type(name).__name__}")
     if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
-        raise Error(f"unknown dtype {dtype!r}; valid: {', '.join(sorted(set(map(canonical_dtype, DTYPE_BYTES))))}")
+        raise Error(f"unknown {name} {_show(dtype)}; valid: {', '.join(sorted(set(map(canonical_dtype, DTYPE_BYTES))))}")
     return DTYPE_BYTES[dtype]
 
 
-def canonical_dtype(dtype: str) -> str:
-    """The package's short name for a dtype ('bfloat16' -> 'bf16'); raises `Error` if unknown."""
-    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
-        dtype_bytes(dtype)
+def canonical_dtype(dtype: str, name: str = "dtype") -> str:
+    """The package's short name for a dtype ('bfloat16' -> 'bf16'); raises `Error` if unknown,
+    naming the argument `name`."""
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES or not isinstance(name, str):
+        dtype_bytes(dtype, name)
     return _CANONICAL_DTYPE.get(dtype, dtype)
 
 
@@ -187,7 +191,7 @@ def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    value = value if isinstance(value, float) and math.isinf(value) else _number("value", value)
+    value = _number("value", value)  # inf and magnitudes above 1e30 are refused: a page never shows them
     unit, digits = _text("unit", unit), _integer("digits", digits)
     if digits > 17:
         raise Error(f"digits must be at most 17 (a float's precision), got {digits}")

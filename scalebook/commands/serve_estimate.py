@@ -77,7 +77,7 @@ def deployment(args):
             raise Error(f"--chips {args.chips} but tp x ep x pp = {tp * args.ep * args.pp}")
     attn = getattr(args, "attention_weights", None)
     return Deployment(tp=tp or 1, ep=args.ep, pp=args.pp, weights=args.weights.lower(), kv=args.kv.lower(),
-                      attention=args.attention, attention_weights=attn.lower() if attn else None)
+                      attention=args.attention, attention_weights=None if attn is None else attn.lower())
 
 
 def run(args) -> int:

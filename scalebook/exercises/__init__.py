@@ -20,7 +20,7 @@ import os
 import pkgutil
 from dataclasses import dataclass
 
-from ..errors import Error
+from ..errors import Error, require_count
 from . import answers
 from .problem import _BANK, Problem, _append_record, _running_cell, _solve_quietly, page_of_module, problem  # noqa: F401
 
@@ -49,6 +49,10 @@ def problems(chapter: str | None = None, page: str | None = None) -> list[Proble
     """Every problem in the bank, in id order; only those whose id starts with `chapter` + '.'
     when `chapter` is given ('2' -> 2.1, 2.2, ...), only those of problem page `page` when it is
     given ('02b-gpus')."""
+    if chapter is not None and not isinstance(chapter, str):
+        chapter = str(require_count("chapter", chapter, maximum=99))
+    if page is not None and not isinstance(page, str):
+        raise Error(f"page must be a page name such as '02b-gpus', got {type(page).__name__}")
     _load_banks()
     out = [p for p in _BANK.values()
            if (chapter is None or p.id.split(".")[0] == str(chapter)) and (page is None or p.page == page)]
