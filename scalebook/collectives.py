@@ -66,6 +66,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from ._readable import Readable
 from . import units
 from .errors import Error, require_non_negative, require_positive
 from .topology import LINKS, PROTOCOLS, Axis, Topology, _coords, hops as _hops, link_protocols
@@ -105,7 +106,7 @@ def label(kind: str) -> str:
 
 
 @dataclass(frozen=True)
-class CollectiveCost:
+class CollectiveCost(Readable):
     """Cost of one collective; see the module docstring for the formulas and what V means."""
 
     kind: str

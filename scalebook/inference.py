@@ -62,6 +62,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
+from ._readable import Readable
 from . import collectives, units
 from . import transformer as tr
 from ._data import load
@@ -83,7 +84,7 @@ def _positive_int(name: str, value: object) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Deployment:
+class Deployment(Readable):
     """How a model is laid out for serving (module docstring). Chips = tp x ep x pp."""
 
     tp: int = 1
@@ -218,7 +219,7 @@ def _group(topo: Topology, kind: str) -> tuple[str, ...]:
 # --- results ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ServingMemory:
+class ServingMemory(Readable):
     """Bytes per chip while serving: weights, KV cache, and the workspace of a prefill pass of
     `workspace_tokens` tokens (the prompt, or the chunk a chunked prefill runs at once)."""
 
@@ -287,7 +288,7 @@ class StepTime:
 
 
 @dataclass(frozen=True)
-class ServingEstimate:
+class ServingEstimate(Readable):
     """The result of `estimate`: latency, throughput and memory of a deployment at one batch.
 
     `decode` is one decode step at the average context (prompt + half the output); a token

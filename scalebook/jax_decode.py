@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, require_positive
 from .errors import model as _as_model
@@ -311,7 +312,7 @@ def compile_decode_step(model: Transformer, *, batch: int, max_len: int, dtype: 
 
 
 @dataclass(frozen=True)
-class DecodeCosts:
+class DecodeCosts(Readable):
     """XLA's compiled FLOPs and bytes of prefill and one decode step beside the serving model.
 
     The model's side (`predicted_*`), from `scalebook.inference` on one chip at this dtype's bytes:
@@ -526,7 +527,7 @@ def compiled_costs(model: Transformer = SMALL, *, batch: int, prompt_len: int, m
 # --- timing -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class DecodeTiming:
+class DecodeTiming(Readable):
     """One decode step timed on a device: median seconds, and what XLA says it moves and computes."""
 
     model_name: str
@@ -618,7 +619,7 @@ class DecodePoint:
 
 
 @dataclass(frozen=True)
-class DecodeCurve:
+class DecodeCurve(Readable):
     """Decode step times measured on this device against the serving model's shape (Chapter 7).
 
     `predicted_memory_seconds`: the bytes the model says a step reads (every weight once, the KV

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, choose, require_positive
 from .models import Transformer
@@ -130,7 +131,7 @@ def block_apply(weights: dict, x, *, model: Transformer, causal: bool = True, ro
 
 
 @dataclass(frozen=True)
-class BlockFlops:
+class BlockFlops(Readable):
     """XLA's compiled FLOPs of one layer beside the package's matmul count (Chapter 4).
 
     predicted forward = B T x `layer_flops_per_token(model, seq_len=T, causal=False).forward_flops`;

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ._readable import Readable
 from . import units
 from .errors import Error, require_positive
 from .errors import text as _text
@@ -78,7 +79,7 @@ def _short_dtype(dtype: str) -> str:
 
 
 @dataclass(frozen=True)
-class MatmulResult:
+class MatmulResult(Readable):
     """One timed matmul `[batch, d_model] x [d_model, d_ff]`, inputs and output in `dtype`."""
 
     batch: int
@@ -120,7 +121,7 @@ class MatmulResult:
 
 
 @dataclass(frozen=True)
-class CopyResult:
+class CopyResult(Readable):
     """One timed stream `x + 1` over an array of `size_bytes`: reads and writes each byte once."""
 
     size_bytes: int
@@ -159,7 +160,7 @@ class CopyResult:
 
 
 @dataclass(frozen=True)
-class Measurement:
+class Measurement(Readable):
     """Everything `run()` measured on one device, with the spec beside it when there is one."""
 
     device_kind: str

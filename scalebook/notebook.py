@@ -13,6 +13,7 @@ import json
 import os
 from typing import Any
 
+from ._readable import Readable
 from . import units
 
 
@@ -52,7 +53,7 @@ def glue(name: str, value: Any, unit: str | None = None, digits: int = 3) -> Any
     return value
 
 
-class Table:
+class Table(Readable):
     """Rows shown as an HTML table in Jupyter, Colab and the book (fixed-width text elsewhere)."""
 
     def __init__(self, rows: list[dict[str, Any]], columns: list[str]):

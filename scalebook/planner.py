@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._readable import Readable
 from . import step, units
 from .errors import Error
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
@@ -125,7 +126,7 @@ class Candidates:
 
 
 @dataclass(frozen=True)
-class TrainingPlan:
+class TrainingPlan(Readable):
     """What `plan` found: the fastest strategies that fit, and the time-memory Pareto front."""
 
     model_name: str

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Mapping, Sequence
 
+from ._readable import Readable
 from . import runs, training
 from .errors import Error, instance, integer, number
 from .hardware import chip as _chip
@@ -34,7 +35,7 @@ __all__ = ["ErrorSummary", "RunComparison", "TrainingReport", "anchored_validati
 
 
 @dataclass(frozen=True)
-class ErrorSummary:
+class ErrorSummary(Readable):
     """Median, mean and max of |predicted / reported - 1| over `count` runs."""
 
     count: int
@@ -59,7 +60,7 @@ def summarize(errors: Sequence[float]) -> ErrorSummary:
 
 
 @dataclass(frozen=True)
-class RunComparison:
+class RunComparison(Readable):
     """One validation run: reported and predicted tokens/s per chip, the signed error, and what the model simplifies.
 
     `predicted_tokens_per_s_per_chip` and `error` are None when the estimate raised (`failure` says
@@ -90,7 +91,7 @@ class RunComparison:
 
 
 @dataclass(frozen=True)
-class TrainingReport:
+class TrainingReport(Readable):
     """The validation report of `training_report()` (see the module docstring)."""
 
     overall: ErrorSummary

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, choose, require_non_negative, require_positive
 from .hardware import Chip, chip as _chip
@@ -22,7 +23,7 @@ BOUNDS = ("compute", "memory", "communication")
 
 
 @dataclass(frozen=True)
-class Roofline:
+class Roofline(Readable):
     """Time estimate of one operation on one chip (seconds), with the bound that wins."""
 
     flops: float

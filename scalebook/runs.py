@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from ._readable import Readable
 from ._data import load
 from .errors import Error, choose
 from .models import Transformer, preset
@@ -52,7 +53,7 @@ _CLI_INT_FLAGS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp")
 
 
 @dataclass(frozen=True)
-class PublishedRun:
+class PublishedRun(Readable):
     """One published training run (see the module docstring for how each field is counted).
 
     `model` is a `scalebook.models` preset name or a read-only mapping of `Transformer` fields.

@@ -17,6 +17,7 @@ import html
 import itertools
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, require_non_negative, require_positive
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
@@ -48,7 +49,7 @@ def frontier(model: Transformer, *, chip: "str | Chip", deployment: Deployment, 
 
 
 @dataclass(frozen=True)
-class Workload:
+class Workload(Readable):
     """A server under continuous batching (module docstring), with its cost per token."""
 
     estimate: ServingEstimate
@@ -118,7 +119,7 @@ def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: D
 
 
 @dataclass(frozen=True)
-class Speculation:
+class Speculation(Readable):
     """Speculative decoding (Leviathan et al. 2023; Chen et al. 2023) with i.i.d. acceptance."""
 
     acceptance_rate: float
@@ -238,7 +239,7 @@ def speculation_break_even_batch(model: Transformer, *, chip: "str | Chip", depl
 
 
 @dataclass(frozen=True)
-class Disaggregation:
+class Disaggregation(Readable):
     """Separate prefill and decode servers: how many prefill chips each decode chip needs."""
 
     prefill: ServingEstimate
@@ -275,7 +276,7 @@ def disaggregation(model: Transformer, *, chip: "str | Chip", prefill: Deploymen
 # --- planner ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ServingPlan:
+class ServingPlan(Readable):
     """What `plan_serving` found: the best throughput per chip within the latency target, and
     the frontier (per-token latency against tokens/s per chip) over every configuration tried."""
 

@@ -49,6 +49,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from ._readable import Readable
 from ._data import load
 from .errors import Error, choose
 from .runs import NotModelled, from_entry
@@ -66,7 +67,7 @@ _REPORTED = (("reported_per_token_latency_seconds", "per token", 1e3, "ms"),
 
 
 @dataclass(frozen=True)
-class PublishedServing:
+class PublishedServing(Readable):
     """One published serving result (see the module docstring for how each field is counted).
 
     `model` is a `scalebook.models` preset name or a read-only mapping of `Transformer` fields.
@@ -315,7 +316,7 @@ def results_with_role(role: str, family: str | None = None) -> tuple[PublishedSe
 
 
 @dataclass(frozen=True)
-class ServingConstants:
+class ServingConstants(Readable):
     """The constants of one chip family's serving model (`inference.estimate`'s defaults):
     fractions of peak HBM bandwidth and of peak matmul FLOP/s, and fixed seconds per layer of every
     forward pass (a prefill pass or a decode step)."""
@@ -408,7 +409,7 @@ def _stats(errors: "list[float]") -> tuple[float, float, float]:
 
 
 @dataclass(frozen=True)
-class ErrorStats:
+class ErrorStats(Readable):
     """Absolute relative errors of a group of validation results: |predicted / reported - 1|."""
 
     count: int
@@ -426,7 +427,7 @@ def _group(preds) -> ErrorStats:
 
 
 @dataclass(frozen=True)
-class ValidationReport:
+class ValidationReport(Readable):
     """Every `validation` result predicted with the fitted defaults (Chapter 8): errors overall, by
     chip family and by source, and the worst results with what limits the model's step."""
 

@@ -37,6 +37,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from ._readable import Readable
 from . import collectives, roofline, units
 from .errors import Error, _show
 from .hardware import Chip, chip as _chip
@@ -270,7 +271,7 @@ def local_shape(array: str, *, mesh: Mapping[str, int], dims: Mapping[str, int])
 
 
 @dataclass(frozen=True)
-class Step:
+class Step(Readable):
     """One step of a plan.
 
     `kind`: a collective ('all-gather', 'reduce-scatter', 'all-reduce', 'all-to-all'), 'matmul',
@@ -308,7 +309,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(Readable):
     """How a sharded matmul runs: its steps in order, each with its cost (chapter 3).
 
     `seconds` adds the steps up (no overlap); `overlapped_seconds` is max(compute, comm), the

@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ._readable import Readable
 from . import collectives, step, units
 from ._data import load
 from .errors import Error, require_positive
@@ -66,7 +67,7 @@ def price_per_chip_hour(chip: "str | Chip") -> float | None:
 # --- results ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class StepCollective:
+class StepCollective(Readable):
     """One kind of collective a step runs: `count` times per step, `seconds` each.
 
     `array_bytes` is V in `collectives`' convention (the array whole along `axes`); `per_layer`
@@ -94,7 +95,7 @@ class StepCollective:
 
 
 @dataclass(frozen=True)
-class MemoryPerChip:
+class MemoryPerChip(Readable):
     """Bytes one chip holds during a step, by part (module docstring), against its HBM."""
 
     params_bytes: float
@@ -125,7 +126,7 @@ class MemoryPerChip:
 
 
 @dataclass(frozen=True)
-class TrainingEstimate:
+class TrainingEstimate(Readable):
     """The result of `estimate`: time, memory and utilisation of one training step.
 
     Times are seconds per step on one chip. `compute_seconds` = `matmul_seconds` (FLOPs at the

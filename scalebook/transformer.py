@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, choose, require_non_negative, require_positive
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
@@ -96,7 +97,7 @@ def _mlp_biases(model: Transformer, width: int) -> int:
 # --- parameters --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ParamCounts:
+class ParamCounts(Readable):
     """Parameters of a model by part, whole model (Chapter 4). Counts, not bytes.
 
     `embedding_params` = V D (+ learned positions x D); `unembedding_params` = V D, or 0 when
@@ -184,7 +185,7 @@ def params(model: Transformer) -> ParamCounts:
 # --- FLOPs ---------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class FlopsPerToken:
+class FlopsPerToken(Readable):
     """Matmul FLOPs per token of one forward pass, by part (Chapter 4).
 
     `attention_projection_flops` = 2 x attention weights per layer (QKV and O);
@@ -322,7 +323,7 @@ def attention_crossover_seq_len(model: Transformer, *, causal: bool = False, moe
 
 
 @dataclass(frozen=True)
-class TrainingFlops:
+class TrainingFlops(Readable):
     """FLOPs to train on `tokens` tokens: exact count beside the 6 N D rule (Chapter 4).
 
     `flops` = 3 x forward FLOPs per token x tokens (attention at `seq_len` included);
@@ -364,7 +365,7 @@ def training_flops(model: Transformer, *, tokens: float, seq_len: int = 0, causa
 # --- memory: parameters, gradients, optimizer state ---------------------------------------------
 
 @dataclass(frozen=True)
-class TrainingMemory:
+class TrainingMemory(Readable):
     """Bytes of the training state, whole model (Chapter 4). Activations are separate.
 
     params x (param dtype + grad dtype + Adam first moment + second moment + master copy).
@@ -448,7 +449,7 @@ class SavedTensor:
 
 
 @dataclass(frozen=True)
-class ActivationMemory:
+class ActivationMemory(Readable):
     """Activations a layer keeps for the backward pass under a remat policy (Chapter 4).
 
     Policies (what each layer saves; everything else is recomputed in the backward pass):
@@ -618,7 +619,7 @@ def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: s
 # --- KV cache ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class KVCache:
+class KVCache(Readable):
     """Bytes of the KV cache (Chapter 4).
 
     Per token per layer: 2 K H elements (keys and values of the K kv heads); MLA caches the
@@ -679,7 +680,7 @@ def _require_standard_attention(model: Transformer, what: str) -> None:
 
 
 @dataclass(frozen=True)
-class AttentionIntensity:
+class AttentionIntensity(Readable):
     """FLOPs and HBM bytes of one layer's dot-product attention (QK^T, softmax, AV) (Chapter 4).
 
     Projections are not included: they are ordinary weight matmuls (Chapter 1's critical batch).
@@ -755,7 +756,7 @@ def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, pha
 # --- FlashAttention: forward, backward, recomputation ------------------------------------------
 
 @dataclass(frozen=True)
-class FlashAttentionCost:
+class FlashAttentionCost(Readable):
     """Matmul FLOPs and least HBM bytes of one layer's attention, forward and backward (Chapter 4).
 
     Forward: S = Q K^T, P = softmax(S), O = P V; it keeps O and the log-sum-exp l (fp32, one per
@@ -844,7 +845,7 @@ def flash_attention_cost(model: Transformer, *, batch: int, seq_len: int, causal
 # --- MFU from reported chip-hours --------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ReportedMfu:
+class ReportedMfu(Readable):
     """MFU implied by a run's reported chip-hours (Chapter 4).
 
     `mfu` = model FLOPs / (chip-hours x 3600 x peak); `model_flops` is 3 x forward per token x
