@@ -409,14 +409,14 @@ class ServingEstimate(Readable):
         f = units.format_quantity
         return (f"ServingEstimate({self.model_name} on {self.chips} {self.chip.name}, {self.deployment.label()}, "
                 f"batch {self.batch}: {f(self.per_token_latency_seconds, 's')}/token ({self.decode.bound}-bound), "
-                f"{self.output_tokens_per_s_per_chip:.4g} token/s per chip, TTFT {f(self.ttft_seconds, 's')}, "
+                f"{units.fmt_number(self.output_tokens_per_s_per_chip, 4)} token/s per chip, TTFT {f(self.ttft_seconds, 's')}, "
                 f"memory {f(self.memory.bytes, 'B')}{'' if self.fits else ' DOES NOT FIT'}, max batch {self.max_batch} "
                 f"beside a {self.workspace_tokens}-token prefill workspace)")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
         rows = [("per-token latency", f(self.per_token_latency_seconds, "s")),
-                ("output tokens/s per chip", f"{self.output_tokens_per_s_per_chip:.4g}"),
+                ("output tokens/s per chip", units.fmt_number(self.output_tokens_per_s_per_chip, 4)),
                 ("time to first token", f(self.ttft_seconds, "s")), ("decode bound", self.decode.bound),
                 *((f"memory: {k}", f(v, "B")) for k, v in self.memory.parts().items()),
                 ("prefill workspace for", f"{self.workspace_tokens} tokens at once"),

@@ -560,7 +560,7 @@ class DecodeTiming(Readable):
         f = units.format_quantity
         return (f"DecodeTiming({self.model_name} on {self.device_kind}, B={self.batch}, context {self.context}, "
                 f"{self.dtype}: {f(self.seconds, 's')}/step, {f(self.bytes_per_s, 'B/s')}, "
-                f"{f(self.flops_per_s, 'FLOP/s')}, {self.tokens_per_s:.4g} token/s)")
+                f"{f(self.flops_per_s, 'FLOP/s')}, {units.fmt_number(self.tokens_per_s, 4)} token/s)")
 
 
 def time_decode(model: Transformer = SMALL, *, batch: int, context: int, repeats: int = 5,

@@ -208,14 +208,14 @@ class Measurement(Readable):
         for r in self.matmuls:
             out.append({
                 "what": f"matmul [{r.batch},{r.d_model}]x[{r.d_model},{r.d_ff}] {r.dtype}",
-                "time": f(r.seconds, "s"), "intensity": f"{r.intensity_flops_per_byte:.3g} FLOP/B",
+                "time": f(r.seconds, "s"), "intensity": f"{units.fmt_number(r.intensity_flops_per_byte)} FLOP/B",
                 "measured": f(r.flops_per_s, "FLOP/s"),
                 "spec": f(r.spec_flops_per_s, "FLOP/s") if r.spec_flops_per_s else "-",
             })
         for r in self.copies:
             out.append({
                 "what": f"stream x+1 over {f(r.size_bytes, 'B')} {r.dtype}",
-                "time": f(r.seconds, "s"), "intensity": f"{r.intensity_flops_per_byte:.3g} FLOP/B",
+                "time": f(r.seconds, "s"), "intensity": f"{units.fmt_number(r.intensity_flops_per_byte)} FLOP/B",
                 "measured": f(r.bytes_per_s, "B/s"),
                 "spec": f(r.spec_bytes_per_s, "B/s") if r.spec_bytes_per_s else "-",
             })

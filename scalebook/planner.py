@@ -145,10 +145,10 @@ class TrainingPlan(Readable):
         f = units.format_quantity
         return [{"rank": i + 1, "strategy": e.strategy.label(), "step": f(e.step_seconds, "s"),
                  "MFU": f"{100 * e.mfu:.1f}%", "memory/chip": f(e.memory.bytes, "B"),
-                 "tokens/s/chip": f"{e.tokens_per_s_per_chip:.4g}"} for i, e in enumerate(items)]
+                 "tokens/s/chip": units.fmt_number(e.tokens_per_s_per_chip, 4)} for i, e in enumerate(items)]
 
     def __repr__(self) -> str:
-        head = (f"TrainingPlan({self.model_name} on {self.chips} {self.chip_name}, {self.batch_tokens:.4g} tokens x "
+        head = (f"TrainingPlan({self.model_name} on {self.chips} {self.chip_name}, {units.fmt_count(self.batch_tokens)} tokens x "
                 f"T={self.seq_len}: {self.fitting} of {self.considered} strategies fit)")
         lines = [head] + [f"  {r['rank']}. {r['strategy']}: step {r['step']}, MFU {r['MFU']}, {r['memory/chip']}"
                           for r in self.rows()]

@@ -75,8 +75,8 @@ class Roofline(Readable):
         return (
             f"Roofline({self.bound}-bound: {', '.join(parts)}; "
             f"between {f(self.lower_seconds, 's')} and {f(self.upper_seconds, 's')}; "
-            f"intensity {self.intensity_flops_per_byte:.3g} vs critical "
-            f"{self.critical_intensity_flops_per_byte:.3g} FLOP/B)"
+            f"intensity {units.fmt_number(self.intensity_flops_per_byte)} vs critical "
+            f"{units.fmt_number(self.critical_intensity_flops_per_byte)} FLOP/B)"
         )
 
     def _repr_html_(self) -> str:
@@ -90,7 +90,7 @@ class Roofline(Readable):
         rows += [
             ("bound", f"<b>{self.bound}</b>"),
             ("time (overlapped .. serial)", f"{f(self.lower_seconds, 's')} .. {f(self.upper_seconds, 's')}"),
-            ("intensity / critical", f"{self.intensity_flops_per_byte:.3g} / {self.critical_intensity_flops_per_byte:.3g} FLOP/B"),
+            ("intensity / critical", f"{units.fmt_number(self.intensity_flops_per_byte)} / {units.fmt_number(self.critical_intensity_flops_per_byte)} FLOP/B"),
         ]
         body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
         return f"<table>{body}</table>"

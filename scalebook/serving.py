@@ -89,7 +89,7 @@ class Workload(Readable):
     def __repr__(self) -> str:
         f = units.format_quantity
         return (f"Workload({self.estimate.model_name}, batch {self.estimate.batch}: "
-                f"{f(self.per_token_latency_seconds, 's')}/token, {self.output_tokens_per_s:.4g} output token/s, "
+                f"{f(self.per_token_latency_seconds, 's')}/token, {units.fmt_number(self.output_tokens_per_s, 4)} output token/s, "
                 f"{self.requests_per_s:.3g} requests/s, prefill {100 * self.prefill_share:.0f}% of the time)")
 
 
@@ -292,7 +292,7 @@ class ServingPlan(Readable):
         f = units.format_quantity
         items = self.best if which == "best" else self.frontier
         return [{"rank": i + 1, "deployment": e.deployment.label(), "chips": e.chips, "batch": e.batch,
-                 "latency/token": f(e.per_token_latency_seconds, "s"), "tokens/s/chip": f"{e.output_tokens_per_s_per_chip:.4g}",
+                 "latency/token": f(e.per_token_latency_seconds, "s"), "tokens/s/chip": units.fmt_number(e.output_tokens_per_s_per_chip, 4),
                  "TTFT": f(e.ttft_seconds, "s"), "memory/chip": f(e.memory.bytes, "B")} for i, e in enumerate(items)]
 
     def __repr__(self) -> str:

@@ -51,6 +51,7 @@ from typing import Mapping
 
 from ._readable import Readable
 from ._data import load
+from . import units
 from .errors import Error, choose
 from .runs import NotModelled, from_entry
 from .models import Transformer, from_dict, preset
@@ -168,7 +169,7 @@ class PublishedServing(Readable):
         layout = " ".join(f"{name}={getattr(self, name)}" for name in ("tp", "ep", "pp")
                           if getattr(self, name) not in (None, 1))
         batch = "max" if self.batch is None and self.max_batch else self.batch
-        reported = ", ".join(f"{label} {getattr(self, name) * scale:.4g} {unit}".replace(" %", "%").strip()
+        reported = ", ".join(f"{label} {units.fmt_number(getattr(self, name) * scale, 4)} {unit}".replace(" %", "%").strip()
                              for name, label, scale, unit in _REPORTED if getattr(self, name) is not None)
         return (f"PublishedServing({self.id!r}: {self.model_name} on {self.chips} {self.chip}"
                 f"{', ' + layout if layout else ''}, {self.weights} weights, {self.phase} of batch {batch}, "

@@ -344,8 +344,8 @@ class TrainingFlops(Readable):
         return self.flops / self.six_nd_flops
 
     def __repr__(self) -> str:
-        return (f"TrainingFlops({self.model_name}, {self.tokens:.3g} tokens at T={self.seq_len}: "
-                f"{self.flops:.3g} FLOPs exact, 6ND = {self.six_nd_flops:.3g} FLOPs, ratio {self.ratio:.3f})")
+        return (f"TrainingFlops({self.model_name}, {units.fmt_count(self.tokens)} tokens at T={self.seq_len}: "
+                f"{units.fmt_count(self.flops)} FLOPs exact, 6ND = {units.fmt_count(self.six_nd_flops)} FLOPs, ratio {self.ratio:.3f})")
 
 
 def training_flops(model: Transformer, *, tokens: float, seq_len: int = 0, causal: bool = True) -> TrainingFlops:
@@ -704,7 +704,7 @@ class AttentionIntensity(Readable):
         f = units.format_quantity
         return (f"AttentionIntensity({self.model_name}, {self.phase}, B={self.batch}, T={self.seq_len}: "
                 f"{f(self.flops, 'FLOP')} over {f(self.hbm_bytes, 'B')}, "
-                f"{self.intensity_flops_per_byte:.3g} FLOP/B)")
+                f"{units.fmt_number(self.intensity_flops_per_byte)} FLOP/B)")
 
 
 def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, phase: str = "prefill",
@@ -874,8 +874,8 @@ class ReportedMfu(Readable):
         return self.six_nd_flops / self.available_flops
 
     def __repr__(self) -> str:
-        return (f"ReportedMfu({self.model_name} on {self.chip}: {self.tokens:.3g} tokens in "
-                f"{self.chip_hours:.3g} chip-hours: MFU {100 * self.mfu:.1f}% "
+        return (f"ReportedMfu({self.model_name} on {self.chip}: {units.fmt_count(self.tokens)} tokens in "
+                f"{units.fmt_number(self.chip_hours)} chip-hours: MFU {100 * self.mfu:.1f}% "
                 f"(6ND: {100 * self.six_nd_mfu:.1f}%))")
 
 

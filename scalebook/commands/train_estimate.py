@@ -109,7 +109,7 @@ def text(e, data: dict) -> str:
              f"({'fits' if e.fits else 'does NOT fit'})"]
     if "days" in data:
         cost = f", ${data['cost_usd']:,.0f}" if data.get("cost_usd") is not None else ""
-        lines.append(f"  {data['train_tokens']:.3g} tokens  {data['days']:.1f} days, "
+        lines.append(f"  {units.fmt_count(data['train_tokens'])} tokens  {data['days']:.1f} days, "
                      f"{data['chip_hours']:,.0f} chip-hours{cost}")
     rows = [{"part": k, "seconds": f(v, "s"), "share": f"{100 * v / e.step_seconds:.1f}%"}
             for k, v in e.breakdown().items()]
