@@ -240,6 +240,19 @@ def fmt_seconds(value: float) -> str:
     return format_quantity(value, "s")
 
 
+_E_NOTATION = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
+
+
+def prose_numbers(text: str) -> str:
+    """`text` with every number in e-notation rewritten as prose writes it: '2.25e15' -> '2.25 × 10¹⁵'.
+
+    For free text from the package data (a chip's notes and sources) shown on a page; the mantissa
+    keeps the digits it was written with. Words and identifiers ('v5e', 'fp8e4') are left alone.
+    """
+    text = _text("text", text)
+    return _E_NOTATION.sub(lambda m: f"{m.group(1)} × 10{str(int(m.group(2))).translate(_SUPERSCRIPT)}", text)
+
+
 def fmt_number(value: float, digits: int = 3) -> str:
     """A plain number for a reader: '12,346' from 1000 up, '3.14' (`digits` significant) below.
 

@@ -3,7 +3,7 @@ whole numbers with separators, shares that never read '0.0%' or '-0%'. Pinned by
 import pytest
 
 from scalebook import Error
-from scalebook.units import fmt_count, fmt_number, fmt_percent, format_quantity, scientific
+from scalebook.units import fmt_count, fmt_number, fmt_percent, format_quantity, prose_numbers, scientific
 
 
 @pytest.mark.parametrize("value, digits, text", [
@@ -52,3 +52,8 @@ def test_plain_numbers_are_whole_with_separators_from_a_thousand(value, digits, 
 ])
 def test_percent_never_reads_zero_point_zero_or_negative_zero(fraction, decimals, signed, text):
     assert fmt_percent(fraction, decimals, signed) == text
+
+
+def test_prose_numbers_rewrites_e_notation_in_free_text_and_leaves_words():
+    text = "uses 9e10 B/s (4.5e10 one-way), 0.92e15 / x = 1.75e-3 on v5e in fp8e4"
+    assert prose_numbers(text) == "uses 9 × 10¹⁰ B/s (4.5 × 10¹⁰ one-way), 0.92 × 10¹⁵ / x = 1.75 × 10⁻³ on v5e in fp8e4"
