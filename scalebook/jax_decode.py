@@ -393,13 +393,13 @@ class DecodeCosts(Readable):
         f = units.format_quantity
         return [("prefill FLOPs", f(self.prefill_xla_flops, "FLOP"), f(self.prefill_predicted_flops, "FLOP"),
                  f"+{f(self.prefill_masked_score_flops, 'FLOP')} masked half",
-                 f"{100 * (self.prefill_flops_ratio - 1):+.2f}%"),
+                 f"{units.fmt_percent((self.prefill_flops_ratio - 1), 2, signed=True)}"),
                 ("decode step FLOPs", f(self.decode_xla_flops, "FLOP"), f(self.decode_predicted_flops, "FLOP"), "-",
-                 f"{100 * (self.decode_flops_ratio - 1):+.2f}%"),
+                 f"{units.fmt_percent((self.decode_flops_ratio - 1), 2, signed=True)}"),
                 ("decode step bytes", f(self.decode_xla_bytes, "B"), f(self.decode_predicted_bytes, "B"),
                  f"+{f(self.decode_gather_table_bytes, 'B')} gather table, +{f(self.decode_score_bytes, 'B')} scores, "
                  f"+{f(self.decode_activation_bytes, 'B')} activations",
-                 f"{100 * (self.decode_bytes_ratio - 1):+.2f}%")]
+                 f"{units.fmt_percent((self.decode_bytes_ratio - 1), 2, signed=True)}")]
 
     def __repr__(self) -> str:
         body = "; ".join(f"{what} XLA {x} vs {p} ({extra}) {d}" for what, x, p, extra, d in self._rows())

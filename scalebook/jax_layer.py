@@ -162,15 +162,15 @@ class BlockFlops(Readable):
         f = units.format_quantity
         return (f"BlockFlops({self.model_name}, B={self.batch}, T={self.seq_len}, remat={self.remat!r}: forward XLA "
                 f"{f(self.forward_xla_flops, 'FLOP')} vs {f(self.forward_predicted_flops, 'FLOP')} "
-                f"({100 * (self.forward_ratio - 1):+.2f}%), training XLA {f(self.training_xla_flops, 'FLOP')} vs "
-                f"{f(self.training_predicted_flops, 'FLOP')} ({100 * (self.training_ratio - 1):+.2f}%))")
+                f"({units.fmt_percent((self.forward_ratio - 1), 2, signed=True)}), training XLA {f(self.training_xla_flops, 'FLOP')} vs "
+                f"{f(self.training_predicted_flops, 'FLOP')} ({units.fmt_percent((self.training_ratio - 1), 2, signed=True)}))")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
         rows = [("forward", f(self.forward_xla_flops, "FLOP"), f(self.forward_predicted_flops, "FLOP"),
-                 f"{100 * (self.forward_ratio - 1):+.2f}%"),
+                 f"{units.fmt_percent((self.forward_ratio - 1), 2, signed=True)}"),
                 ("forward + backward", f(self.training_xla_flops, "FLOP"), f(self.training_predicted_flops, "FLOP"),
-                 f"{100 * (self.training_ratio - 1):+.2f}%")]
+                 f"{units.fmt_percent((self.training_ratio - 1), 2, signed=True)}")]
         cap = f"One layer of {self.model_name}, B={self.batch}, T={self.seq_len}, remat={self.remat!r}"
         return _html_table(("pass", "XLA cost_analysis", "scalebook", "XLA above"), rows, cap)
 

@@ -144,7 +144,7 @@ class TrainingPlan(Readable):
         items = self.best if which == "best" else self.pareto
         f = units.format_quantity
         return [{"rank": i + 1, "strategy": e.strategy.label(), "step": f(e.step_seconds, "s"),
-                 "MFU": f"{100 * e.mfu:.1f}%", "memory/chip": f(e.memory.bytes, "B"),
+                 "MFU": f"{units.fmt_percent(e.mfu, 1)}", "memory/chip": f(e.memory.bytes, "B"),
                  "tokens/s/chip": units.fmt_number(e.tokens_per_s_per_chip, 4)} for i, e in enumerate(items)]
 
     def __repr__(self) -> str:

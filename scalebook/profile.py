@@ -459,7 +459,7 @@ class Profile(Readable):
     def __repr__(self) -> str:
         t = self.totals()
         step = sum(t.values())
-        parts = ", ".join(f"{k} {100 * v / step:.0f}%" for k, v in t.items() if v > 0.005 * step)
+        parts = ", ".join(f"{k} {units.fmt_percent(v / step, 0)}" for k, v in t.items() if v > 0.005 * step)
         return (f"Profile({self.module}: {len(self.devices)} devices x {self.steps} steps, {len(self.events)} op "
                 f"events; mean step {_f(step, 's')}: {parts})")
 

@@ -40,6 +40,7 @@ from typing import Mapping
 
 from ._readable import Readable
 from ._data import load
+from . import units
 from .errors import Error, choose
 from .models import Transformer, preset
 
@@ -203,8 +204,8 @@ class PublishedRun(Readable):
     def __repr__(self) -> str:
         layout = " ".join(f"{name}={getattr(self, name)}" for name in ("dp", "fsdp", "tp", "pp", "ep", "cp")
                           if getattr(self, name) not in (None, 1))
-        reported = [f"MFU {100 * self.reported_mfu:.1f}%" if self.reported_mfu else "",
-                    f"HFU {100 * self.reported_hfu:.1f}%" if self.reported_hfu else "",
+        reported = [f"MFU {units.fmt_percent(self.reported_mfu, 1)}" if self.reported_mfu else "",
+                    f"HFU {units.fmt_percent(self.reported_hfu, 1)}" if self.reported_hfu else "",
                     f"{self.reported_flops_per_s_per_chip / 1e12:g} TFLOP/s/chip"
                     if self.reported_flops_per_s_per_chip else ""]
         return (f"PublishedRun({self.id!r}: {self.model_name} on {self.chips} {self.chip}, {layout or 'dp=1'}, "

@@ -90,7 +90,7 @@ class Workload(Readable):
         f = units.format_quantity
         return (f"Workload({self.estimate.model_name}, batch {self.estimate.batch}: "
                 f"{f(self.per_token_latency_seconds, 's')}/token, {units.fmt_number(self.output_tokens_per_s, 4)} output token/s, "
-                f"{self.requests_per_s:.3g} requests/s, prefill {100 * self.prefill_share:.0f}% of the time)")
+                f"{self.requests_per_s:.3g} requests/s, prefill {units.fmt_percent(self.prefill_share, 0)} of the time)")
 
 
 def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: "int | str",

@@ -258,7 +258,7 @@ class Prediction:
         if self.metric == "static batch end to end":
             pre, dec = e.prefill_batch_seconds, (e.output_len - 1) * e.per_token_latency_seconds
             step = e.decode
-            part = (f"prefill {100 * pre / (pre + dec):.0f}% of the predicted time, decode steps "
+            part = (f"prefill {units.fmt_percent(pre / (pre + dec), 0)} of the predicted time, decode steps "
                     f"{step.bound}-bound at batch {e.batch}")
         else:
             step = e.decode if self.metric == "per-token latency" else (e.prefill_batch or e.prefill)
@@ -269,10 +269,10 @@ class Prediction:
         slow = "slower" if self.error > 0 else "faster"
         why = f"the {self.family.upper()} family's constants do not follow this shape"
         if self.implied_hbm_fraction > 0.9:
-            why = (f"the reported time needs {100 * self.implied_hbm_fraction:.0f}% of peak HBM bandwidth for the "
+            why = (f"the reported time needs {units.fmt_percent(self.implied_hbm_fraction, 0)} of peak HBM bandwidth for the "
                    "bytes the model counts")
         return (f"predicted {abs(100 * self.error):.0f}% {slow} than reported; {part}; collectives "
-                f"{100 * share:.0f}% and the fixed per-layer cost {100 * fixed:.0f}% of the step; {why}")
+                f"{units.fmt_percent(share, 0)} and the fixed per-layer cost {units.fmt_percent(fixed, 0)} of the step; {why}")
 
 
 def predict(result: PublishedServing, **efficiency) -> Prediction | None:
@@ -327,7 +327,7 @@ class ServingConstants(Readable):
     layer_overhead_seconds: float
 
     def __repr__(self) -> str:
-        return (f"ServingConstants(HBM {100 * self.bandwidth_efficiency:.0f}%, matmul {100 * self.compute_efficiency:.0f}%, "
+        return (f"ServingConstants(HBM {units.fmt_percent(self.bandwidth_efficiency, 0)}, matmul {units.fmt_percent(self.compute_efficiency, 0)}, "
                 f"{1e6 * self.layer_overhead_seconds:.0f} us per layer)")
 
 
@@ -419,7 +419,7 @@ class ErrorStats(Readable):
     max: float
 
     def __repr__(self) -> str:
-        return f"{self.count} results: median {100 * self.median:.1f}%, mean {100 * self.mean:.1f}%, max {100 * self.max:.1f}%"
+        return f"{self.count} results: median {units.fmt_percent(self.median, 1)}, mean {units.fmt_percent(self.mean, 1)}, max {units.fmt_percent(self.max, 1)}"
 
 
 def _group(preds) -> ErrorStats:

@@ -149,11 +149,11 @@ class ParamCounts(Readable):
 
     def _repr_html_(self) -> str:
         total = self.total_params
-        rows = [(k, f"{v:,}", format_count(v), f"{100 * v / total:.1f}%") for k, v in self.parts().items()]
+        rows = [(k, f"{v:,}", format_count(v), f"{units.fmt_percent(v / total, 1)}") for k, v in self.parts().items()]
         rows.append(("<b>total</b>", f"<b>{total:,}</b>", f"<b>{format_count(total)}</b>", "100%"))
         if self.active_params != total:
             rows.append(("active per token", f"{self.active_params:,}", format_count(self.active_params),
-                         f"{100 * self.active_params / total:.1f}%"))
+                         f"{units.fmt_percent(self.active_params / total, 1)}"))
         return _html_table(("part", "params", "", "share"), rows, f"Parameters of {self.model_name}")
 
 
@@ -241,12 +241,12 @@ class FlopsPerToken(Readable):
         f = units.format_quantity
         return (f"FlopsPerToken({self.model_name}, T={self.seq_len}{', causal' if self.causal else ''}: "
                 f"forward {f(self.forward_flops, 'FLOP')}, training {f(self.training_flops, 'FLOP')}, "
-                f"attention {100 * self.attention_fraction:.1f}%)")
+                f"attention {units.fmt_percent(self.attention_fraction, 1)})")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
         fw = self.forward_flops
-        rows = [(k, f(v, "FLOP"), f"{100 * v / fw:.1f}%") for k, v in self.parts().items()]
+        rows = [(k, f(v, "FLOP"), f"{units.fmt_percent(v / fw, 1)}") for k, v in self.parts().items()]
         rows += [("<b>forward</b>", f"<b>{f(fw, 'FLOP')}</b>", "100%"),
                  ("training (3x)", f(self.training_flops, "FLOP"), "300%")]
         cap = f"FLOPs per token of {self.model_name}, T={self.seq_len}{' (causal)' if self.causal else ''}"
@@ -875,8 +875,8 @@ class ReportedMfu(Readable):
 
     def __repr__(self) -> str:
         return (f"ReportedMfu({self.model_name} on {self.chip}: {units.fmt_count(self.tokens)} tokens in "
-                f"{units.fmt_number(self.chip_hours)} chip-hours: MFU {100 * self.mfu:.1f}% "
-                f"(6ND: {100 * self.six_nd_mfu:.1f}%))")
+                f"{units.fmt_number(self.chip_hours)} chip-hours: MFU {units.fmt_percent(self.mfu, 1)} "
+                f"(6ND: {units.fmt_percent(self.six_nd_mfu, 1)}))")
 
 
 def mfu_from_chip_hours(model: Transformer, *, tokens: float, chip_hours: float, chip: str,

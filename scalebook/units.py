@@ -253,6 +253,19 @@ def prose_numbers(text: str) -> str:
     return _E_NOTATION.sub(lambda m: f"{m.group(1)} × 10{str(int(m.group(2))).translate(_SUPERSCRIPT)}", text)
 
 
+def _not_finite(value) -> "str | None":
+    """'n/a' for None or NaN, '∞' or '-∞' for an infinity, None for anything else."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        v = float(value)
+        if math.isnan(v):
+            return "n/a"
+        if math.isinf(v):
+            return "∞" if v > 0 else "-∞"
+    return None
+
+
 def fmt_number(value: float, digits: int = 3) -> str:
     """A plain number for a reader: '12,346' from 1000 up, '3.14' (`digits` significant) below.
 
@@ -260,6 +273,8 @@ def fmt_number(value: float, digits: int = 3) -> str:
     better whole than rounded: '12,346 token/s'); beyond, and below 10⁻⁴, times a power of ten
     (`scientific`). Never e-notation.
     """
+    if _not_finite(value):
+        return _not_finite(value)
     value = _number("value", value)
     digits = _integer("digits", digits)
     if 1000 <= abs(value) < 1e15:
@@ -276,7 +291,10 @@ def fmt_count(value: float, digits: int = 3) -> str:
     `fmt_count(4.194e6) == '4.19M'`, `fmt_count(1.5e13) == '15T'`, `fmt_count(8.03e9) == '8.03B'`
     (k = 10³, M = 10⁶, B = 10⁹, T = 10¹²; `digits` significant figures, the suffix chosen after
     rounding); below 1000 the number itself ('512'); from 1000T up, times a power of ten.
+    None or NaN prints 'n/a', an infinity '∞'.
     """
+    if _not_finite(value):
+        return _not_finite(value)
     value = _number("value", value)
     digits = _integer("digits", digits)
     mag = abs(_round(value, digits))
@@ -293,8 +311,10 @@ def fmt_percent(fraction: float, decimals: int = 1, signed: bool = False) -> str
 
     Exactly zero prints '0%'; a nonzero share that rounds to zero at `decimals` prints
     '<0.1%' (signed: '+<0.1%' or '-<0.1%'), never '0.0%' or '-0%'. Trailing zeros stay
-    ('12.0%') so a column of shares lines up.
+    ('12.0%') so a column of shares lines up. None or NaN prints 'n/a', an infinity '∞%'.
     """
+    if _not_finite(fraction):
+        return _not_finite(fraction) + ("%" if _not_finite(fraction) != "n/a" else "")
     fraction = _number("fraction", fraction)
     decimals = _integer("decimals", decimals, minimum=0)
     sign = ("+" if fraction > 0 else "-" if fraction < 0 else "") if signed else ("-" if fraction < 0 else "")
