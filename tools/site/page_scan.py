@@ -5,7 +5,8 @@
     python tools/site/page_scan.py --html DIR
 
 `scan_html(html)` reads the text of a page's article (the prose and what the cells print; not the
-code of the cells, inline code, code blocks, the API signatures or the math) and returns a
+code of the cells, inline code, code blocks, the API signatures or the math, nor the output of a
+cell tagged `program-text`, whose output is a program listing such as a jaxpr) and returns a
 `Finding` for each:
 
 - `repr`: the repr of one of the package's classes, `Workload(` or `HloCollective(`: a class name
@@ -16,8 +17,7 @@ code of the cells, inline code, code blocks, the API signatures or the math) and
 - `e-notation`: `4.194e+06`, `1.5e13`;
 - `zero percent`: "0.0%" or "-0%" (a share rounded to nothing, or a negative zero).
 
-Exit status 1 when anything is found (the integrator wires it into tools/browser_check.py once
-the chapters are clean).
+Exit status 1 when anything is found; `tools/build_book.py --check` runs it on the built site.
 """
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def _classes(el_attrs) -> set[str]:
 class _Text(HTMLParser):
     """Collect the article's visible text as (text, in_code) runs, skipping what is not read."""
 
-    SKIP_CLASSES = {"cell_input", "sig", "headerlink", "math", "toggle-button", "copybtn", "linenos"}
+    SKIP_CLASSES = {"cell_input", "sig", "headerlink", "math", "toggle-button", "copybtn", "linenos",
+                    "tag_program-text"}
     SKIP_TAGS = {"script", "style", "head", "mjx-container", "svg", "button", "template"}
 
     def __init__(self) -> None:
