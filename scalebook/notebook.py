@@ -25,7 +25,7 @@ class Text(str):
 
 
 def fmt(value: float, unit: str = "", digits: int = 3) -> Text:
-    """`units.format_quantity` as glue-ready text: fmt(3.2e-3, 's') -> 3.2 ms."""
+    """`units.format_quantity` as glue-ready text: `fmt(3.2e-3, 's')` -> 3.2 ms."""
     return Text(units.format_quantity(value, unit, digits))
 
 

@@ -1,9 +1,9 @@
 """SI prefixes, dtype sizes, and formatting/parsing of quantities with units.
 
 Inside scalebook every quantity is a plain float in SI base units: seconds, bytes, FLOPs,
-bytes/s, FLOPs/s. Human strings ("3.2 ms", "70 GB", "4.6e14 FLOP/s") are turned into those
+bytes/s, FLOPs/s. Human strings (`"3.2 ms"`, `"70 GB"`, `"4.6e14 FLOP/s"`) are turned into those
 floats by `parse_quantity` and back by `format_quantity`; nothing else in the package formats
-numbers with units. Decimal prefixes throughout (1 GB = 1e9 B), as vendors print them; binary
+numbers with units. Decimal prefixes throughout (1 GB = 10⁹ B), as vendors print them; binary
 prefixes (KiB, MiB, GiB) are accepted where a string says so.
 """
 from __future__ import annotations
@@ -158,7 +158,7 @@ def _round(value: float, digits: int) -> float:
 def _positional(value: float, digits: int) -> str:
     """`value` to `digits` significant figures in positional notation: '330', '3.2', '0.0012'.
 
-    Unlike the 'g' format it never switches to an exponent ('3.3e+02') when the number has
+    Unlike the 'g' format it never switches to an exponent (`'3.3e+02'`) when the number has
     more integer digits than significant ones; trailing zeros after the point are dropped.
     """
     rounded = _round(value, digits)
@@ -176,7 +176,7 @@ def scientific(value: float, digits: int = 3) -> str:
     """`value` to `digits` significant figures times a power of ten, as prose writes it.
 
     `scientific(6.35e24) == '6.35 × 10²⁴'`, `scientific(1e-5) == '1 × 10⁻⁵'`: the exponent in
-    superscript digits, trailing zeros of the mantissa dropped; never the '6.35e+24' of code.
+    superscript digits, trailing zeros of the mantissa dropped; never the `'6.35e+24'` of code.
     Zero prints as '0'; infinities and NaN as Python prints them.
     """
     value = _number("value", value) if not (isinstance(value, float) and not math.isfinite(value)) else value
@@ -192,7 +192,7 @@ def scientific(value: float, digits: int = 3) -> str:
 
 
 def _unprefixed(value: float, digits: int) -> str:
-    """A number printed without a prefix: written out from 1e-4 up to 1000, times a power of ten outside."""
+    """A number printed without a prefix: written out from 10⁻⁴ up to 1000, times a power of ten outside."""
     if math.isfinite(value) and 1e-4 <= abs(_round(value, digits)) < 1000:
         return _positional(value, digits)
     if math.isfinite(value) and value == 0:
@@ -203,11 +203,11 @@ def _unprefixed(value: float, digits: int) -> str:
 def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
     """Format an SI float with a prefix: `format_quantity(3.2e-3, "s") == '3.2 ms'`.
 
-    `digits` significant figures, written out in full ('330 ms' at digits=2, never '3.3e+02 ms');
+    `digits` significant figures, written out in full ('330 ms' at digits=2, never `'3.3e+02 ms'`);
     the prefix is chosen after rounding, so 999.7 GB at 3 digits prints as '1 TB'. Times of two
     days or more print in days, of an hour or more in hours, of 1000 s or more in minutes.
     Dimensionless values, counts (tokens, chips, params, FLOP/B, $) and those times take no
-    prefix: written out from 1e-4 up to 1000, times a power of ten outside that range
+    prefix: written out from 10⁻⁴ up to 1000, times a power of ten outside that range
     ('1.23 × 10³', see `scientific`); beyond exa a prefixed quantity also takes a power of ten.
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -244,7 +244,7 @@ _E_NOTATION = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
 
 
 def prose_numbers(text: str) -> str:
-    """`text` with every number in e-notation rewritten as prose writes it: '2.25e15' -> '2.25 × 10¹⁵'.
+    """`text` with every number in e-notation rewritten as prose writes it: `'2.25e15'` -> '2.25 × 10¹⁵'.
 
     For free text from the package data (a chip's notes and sources) shown on a page; the mantissa
     keeps the digits it was written with. Words and identifiers ('v5e', 'fp8e4') are left alone.
