@@ -39,7 +39,7 @@ def run(args) -> int:
 
     def text() -> str:
         lines = [
-            repr(m),
+            str(m),
             f"  source                     {m.source}",
             f"  parameters                 {c(p.total_params)} total, {c(p.active_params)} active per token",
             f"  embedding parameters       {c(data['embedding_params'])} (embedding + unembedding)",

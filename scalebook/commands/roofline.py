@@ -67,5 +67,5 @@ def run_op(args) -> int:
     c = hardware.chip(args.chip)
     r = roofline.op(c, flops=args.flops, hbm_bytes=args.bytes, dtype=args.dtype)
     emit(args, _report(r, {"chip": c.name, "dtype": args.dtype}),
-         lambda: _text(r, f"op of {units.fmt_number(args.flops)} FLOPs and {units.fmt_number(args.bytes)} bytes on {c.display_name}"))
+         lambda: _text(r, f"op of {units.format_quantity(args.flops, 'FLOP')} and {units.format_quantity(args.bytes, 'B')} on {c.display_name}"))
     return 0

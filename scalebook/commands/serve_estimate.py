@@ -101,7 +101,7 @@ def run(args) -> int:
 
     def text() -> str:
         f = units.format_quantity
-        lines = [repr(e),
+        lines = [str(e),
                  f"  time to first token   {f(e.ttft_seconds, 's')} (prefill {f(e.prefill_seconds, 's')}, {e.prefill.bound}-bound)",
                  f"  per output token      {f(e.per_token_latency_seconds, 's')} ({e.decode.bound}-bound)",
                  f"  output tokens/s       {units.fmt_number(e.output_tokens_per_s, 4)} ({units.fmt_number(e.output_tokens_per_s_per_chip, 4)} per chip)",
