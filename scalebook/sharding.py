@@ -210,7 +210,7 @@ def parse(spec: str) -> MatmulSpec:
 
 
 @dataclass(frozen=True)
-class ShardLayout:
+class ShardLayout(Readable):
     """Where one sharded array lives (`layout`): its block on each device and how often it is copied.
 
     Chapter 3: a dimension cut by mesh axes of sizes n_1, n_2... is divided by their product on
@@ -245,6 +245,13 @@ class ShardLayout:
     def total_bytes(self) -> float:
         """What all devices store together: array_bytes x replication."""
         return self.bytes_per_device * self.devices
+
+    def __repr__(self) -> str:
+        f = units.fmt_bytes
+        dims = lambda shape: " x ".join(f"{n:,}" for n in shape)  # noqa: E731
+        return (f"ShardLayout({self.array}: {dims(self.global_shape)} ({f(self.array_bytes)}), block "
+                f"{dims(self.local_shape)} ({f(self.bytes_per_device)}) per device; {self.shards} blocks, "
+                f"each on {self.replication} of {self.devices} devices, {f(self.total_bytes)} in all)")
 
 
 def layout(array: str, *, mesh: Mapping[str, int], dims: Mapping[str, int], dtype: str = "bf16") -> ShardLayout:

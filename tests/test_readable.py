@@ -68,3 +68,12 @@ def test_every_result_class_with_its_own_repr_is_readable():
                     and not name.startswith("_") and not issubclass(cls, Readable)):
                 missing.append(f"{info.name}.{name}")
     assert missing == []
+
+
+def test_a_shard_layout_reads_as_its_blocks_and_copies():
+    # W[D_XZ, F] on X=4, Y=2, Z=2: D=8192 is cut 4 x 2 = 8 ways (1,024 rows), Y holds copies (2 each);
+    # bf16: 8192 x 28672 x 2 B = 470 MB, a block 58.7 MB, all 16 devices 16 x 58.7 MB = 940 MB.
+    from scalebook import sharding
+    lay = sharding.layout("W[D_XZ, F]", mesh={"X": 4, "Y": 2, "Z": 2}, dims={"D": 8192, "F": 28672}, dtype="bf16")
+    assert str(lay) == ("W[D_XZ, F]: 8,192 x 28,672 (470 MB), block 1,024 x 28,672 (58.7 MB) per device; "
+                        "8 blocks, each on 2 of 16 devices, 940 MB in all")
