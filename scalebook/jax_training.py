@@ -428,11 +428,11 @@ class TrainingRun(Readable):
         mesh = "x".join(f"{k}={v}" for k, v in self.mesh_shape.items())
         loss = " -> ".join(f"{x:.3f}" for x in (self.losses[0], self.losses[-1]))
         return (f"TrainingRun({self.model.name} on {mesh}, B={self.batch}, T={self.seq_len}, {len(self.losses)} steps: "
-                f"loss {loss}; {len(self.collectives)} collectives in the HLO; {self.memory!r})")
+                f"loss {loss}; {len(self.collectives)} collectives in the HLO; {self.memory})")
 
     def _repr_html_(self) -> str:
         rows = [(i, f"{x:.4f}") for i, x in enumerate(self.losses)]
-        cap = f"{self.model.name}, B={self.batch}, T={self.seq_len}, mesh {self.mesh_shape}: {self.memory!r}"
+        cap = f"{self.model.name}, B={self.batch}, T={self.seq_len}, mesh {self.mesh_shape}: {self.memory}"
         return _html_table(("step", "loss (nats)"), rows, cap)
 
 

@@ -791,7 +791,7 @@ class StepProfile(Readable):
 
     def __repr__(self) -> str:
         mesh = "x".join(f"{k}={v}" for k, v in self.mesh_shape.items())
-        return f"StepProfile({self.model.name} on {mesh}, B={self.batch}, T={self.seq_len}: {self.profile!r})"
+        return f"StepProfile({self.model.name} on {mesh}, B={self.batch}, T={self.seq_len}: {self.profile})"
 
     def _repr_html_(self) -> str:
         return self.profile._repr_html_()

@@ -304,10 +304,10 @@ class ServingPlan(Readable):
     def _repr_html_(self) -> str:
         rows = self.rows()
         if not rows:
-            return f"<p>{self!r}</p>"
+            return f"<p>{html.escape(str(self))}</p>"
         th = "".join(f"<th>{c}</th>" for c in rows[0])
         body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r.values()) + "</tr>" for r in rows)
-        cap = html.escape(repr(self).splitlines()[0])
+        cap = html.escape(str(self).splitlines()[0])
         return f"<table><caption>{cap}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
