@@ -120,3 +120,26 @@ def test_the_site_scan_names_pages_and_skips_static_files(tmp_path):
     report = scan.scan_site(tmp_path)
     assert list(report) == ["chapters/01"]
     assert [f.kind for f in report["chapters/01"]] == ["e-notation"]
+
+
+def test_a_run_pages_outputs_are_scanned_but_not_hidden_cells_images_or_program_text():
+    import nbformat
+
+    def cell(text, tags=(), image=False):
+        c = nbformat.v4.new_code_cell("x", metadata={"tags": list(tags)})
+        data = {"text/plain": text, **({"image/png": "iVBOR"} if image else {})}
+        c.outputs = [nbformat.v4.new_output("execute_result", data=data, execution_count=1)]
+        return c
+
+    nb = nbformat.v4.new_notebook(cells=[
+        cell("Workload(llama3-70b, batch 8)"), cell("0.43508877432736315", tags=["remove-cell"]),
+        cell("<Figure size 640x480 with 1 Axes>", image=True), cell("add 9.999999974752427e-07", tags=["program-text"]),
+        nbformat.v4.new_code_cell("print(1)", outputs=[nbformat.v4.new_output("stream", name="stdout", text="1.5e+13 tokens\n")]),
+    ])
+    assert [f.kind for f in scan.scan_html(scan.outputs_html(nb), CLASSES)] == ["e-notation", "repr"]
+
+
+def test_the_output_of_a_cell_tagged_program_text_is_not_read():
+    listing = ('<div class="cell tag_program-text docutils container">'
+               + output("h = add g 9.999999974752427e-07:f32[]") + "</div>")
+    assert kinds(listing) == [] and kinds(output("add g 9.999999974752427e-07")) == ["long float", "e-notation"]

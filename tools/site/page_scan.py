@@ -3,6 +3,11 @@
 
     python tools/site/page_scan.py              # scans _build/html, lists offenders by page
     python tools/site/page_scan.py --html DIR
+    python tools/site/page_scan.py --run chapters/05-training.md   # executes the page, scans its outputs
+
+`--run` needs no book build: it executes each page as the build does and scans what its cells
+show (not the glued prose, which only the build renders; cells tagged remove-cell, remove-output
+or program-text are skipped).
 
 `scan_html(html)` reads the text of a page's article (the prose and what the cells print; not the
 code of the cells, inline code, code blocks, the API signatures or the math, nor the output of a
@@ -146,13 +151,53 @@ def scan_site(html_dir: Path) -> dict[str, list[Finding]]:
     return out
 
 
+def outputs_html(nb) -> str:
+    """An executed notebook's visible outputs as an article the scan reads: HTML as it is, text in
+    an output box; images (their text is the figure's repr) and hidden cells left out."""
+    import html as html_lib
+
+    parts = []
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type != "code" or {"remove-cell", "remove-output", "program-text"} & set(tags):
+            continue
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if out.get("output_type") == "stream":
+                text = html_lib.escape(out["text"])
+            elif "text/html" in data:
+                parts.append(f'<div class="cell_output">{data["text/html"]}</div>')
+                continue
+            elif "text/plain" in data and not any(k.startswith("image/") for k in data):
+                text = html_lib.escape(data["text/plain"])
+            else:
+                continue
+            parts.append(f'<div class="cell_output"><pre>{text}</pre></div>')
+    return '<article class="bd-article">' + "".join(parts) + "</article>"
+
+
+def run_page(path: Path, timeout: int = 900) -> list[Finding]:
+    """Execute the MyST page at `path` (as the book build does) and scan its outputs."""
+    import jupytext
+    import nbclient
+
+    nb = jupytext.read(path, fmt="md:myst")
+    nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    return scan_html(outputs_html(nb))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--html", type=Path, default=ROOT / "_build" / "html")
+    ap.add_argument("--run", type=Path, nargs="+", metavar="PAGE", help="execute these .md pages and scan their outputs")
     args = ap.parse_args(argv)
-    if not args.html.is_dir():
+    if args.run:
+        report = {str(p): found for p in args.run if (found := run_page(p.resolve()))}
+    elif not args.html.is_dir():
         sys.exit(f"no built site in {args.html}: run `python tools/build_book.py` first")
-    report = scan_site(args.html)
+    else:
+        report = scan_site(args.html)
     for page, found in report.items():
         print(f"{page}:")
         for f in found:
