@@ -143,3 +143,8 @@ def test_the_output_of_a_cell_tagged_program_text_is_not_read():
     listing = ('<div class="cell tag_program-text docutils container">'
                + output("h = add g 9.999999974752427e-07:f32[]") + "</div>")
     assert kinds(listing) == [] and kinds(output("add g 9.999999974752427e-07")) == ["long float", "e-notation"]
+
+
+def test_code_marked_inside_an_output_is_code_but_the_outputs_pre_is_not():
+    assert kinds('<div class="cell_output"><div>answer: <code>5e11</code> FLOP/s</div></div>') == []
+    assert kinds(output("5e11 FLOP/s")) == ["e-notation"]

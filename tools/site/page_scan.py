@@ -82,7 +82,8 @@ class _Text(HTMLParser):
             self.in_article += 1
         skip = skip or tag in self.SKIP_TAGS or bool(cls & self.SKIP_CLASSES)
         output = output or "cell_output" in cls
-        code = code or (tag in ("code", "pre", "kbd", "samp") and not output)
+        # a <pre> inside an output is just how text output renders; <code> there is marked as code
+        code = code or tag in ("code", "kbd", "samp") or (tag == "pre" and not output)
         self.stack.append((tag, skip, code, output))
 
     def handle_endtag(self, tag):
