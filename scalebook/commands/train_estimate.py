@@ -101,7 +101,7 @@ def run(args) -> int:
 
 def text(e, data: dict) -> str:
     f = units.format_quantity
-    lines = [repr(e), f"  placement        {e.placement}",
+    lines = [str(e), f"  placement        {e.placement}",
              f"  step             {f(e.step_seconds, 's')} ({e.microbatches} microbatches), "
              f"{f(e.tokens_per_s, 'token/s')} ({f(e.tokens_per_s_per_chip, 'token/s')} per chip)",
              f"  utilisation      MFU {units.fmt_percent(e.mfu, 1)}, HFU {units.fmt_percent(e.hfu, 1)} at efficiency {e.efficiency:.3g}",
