@@ -73,7 +73,7 @@ collective per layer per pass, this model's FSDP traffic is about 7 s per step, 
 14 s of compute, so it predicts about 14 s (+375%). Physically there is more: DeepSpeed's ZeRO-3
 of that time issued one AllGather per parameter tensor and synchronised the device before each
 (`_allgather_param`, deepspeed/runtime/zero/partition_parameters.py, version 0.3.16 of April
-2021; bib key deepspeed), keeping tensors under its `param_persistence_threshold` of 1e5
+2021; bib key deepspeed), keeping tensors under its `param_persistence_threshold` of 10⁵
 elements whole (four gathered matrices per GPT layer). Even with all of that exposed (4 matrices
 x 96 layers x 3 collectives: 9.3 s) the step would be about 23 s, not 67 s: the rest of the fall
 is not explained by latency or bandwidth the model can source, and the model does not reproduce
