@@ -148,3 +148,11 @@ def test_the_output_of_a_cell_tagged_program_text_is_not_read():
 def test_code_marked_inside_an_output_is_code_but_the_outputs_pre_is_not():
     assert kinds('<div class="cell_output"><div>answer: <code>5e11</code> FLOP/s</div></div>') == []
     assert kinds(output("5e11 FLOP/s")) == ["e-notation"]
+
+
+def test_glued_prose_is_formatted_as_the_book_shows_it_then_scanned(tmp_path):
+    md = tmp_path / "page.md"
+    md.write_text("Off by {glue:text}`gap:.2f`%, about {glue:text}`big:,.0f` tokens, ratio {glue:text}`r`.\n")
+    found = scan.glued_findings(md, {"gap": "0.001", "big": "1234567.0", "r": "0.8031678241137306"}, CLASSES)
+    assert [f.kind for f in found] == ["long float", "zero percent"]
+    assert scan.glued_findings(md, {"gap": "1.5", "big": "1234567.0", "r": "0.8"}, CLASSES) == []

@@ -5,7 +5,11 @@
     python tools/site/page_scan.py --html DIR
     python tools/site/page_scan.py --run chapters/05-training.md   # executes the page, scans its outputs
 
-`--run` needs no book build: it executes each page as the build does and scans what its cells
+    python tools/site/page_scan.py --glued      # the glued prose values, from the committed notebooks
+
+`--glued` formats each `{glue:text}` role of the MyST pages as the book shows it, from the values
+the generated notebooks record (`make notebooks`), and scans those (with the two characters after
+the role, so '0.00%' is seen). `--run` needs no book build: it executes each page as the build does and scans what its cells
 show (not the glued prose, which only the build renders; cells tagged remove-cell, remove-output
 or program-text are skipped).
 
@@ -188,12 +192,49 @@ def run_page(path: Path, timeout: int = 900) -> list[Finding]:
     return scan_html(outputs_html(nb))
 
 
+_GLUE_ROLE = re.compile(r"\{glue(?::text)?\}`([^`:]+)(?::([^`]*))?`")
+
+
+def glued_findings(md: Path, glued: dict[str, str], classes: frozenset[str] | None = None) -> list[Finding]:
+    """The findings in the glued prose of the MyST page `md`, given its glued values ({name: text/plain})."""
+    import html as html_lib
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from make_notebooks import format_glued
+
+    source = md.read_text(encoding="utf-8")
+    texts = []
+    for m in _GLUE_ROLE.finditer(source):
+        if m.group(1) in glued:
+            texts.append(format_glued(glued[m.group(1)], m.group(2) or "") + source[m.end():m.end() + 2])
+    body = "".join(f"<p>{html_lib.escape(t)}</p>" for t in texts)
+    return scan_html(f'<article class="bd-article">{body}</article>', frozenset() if classes is None else classes)
+
+
+def scan_glued(root: Path = ROOT) -> dict[str, list[Finding]]:
+    """page -> findings in its glued prose, for every page with a generated notebook beside it."""
+    import json
+
+    out = {}
+    for md in sorted([*root.glob("chapters/*.md"), *root.glob("exercises/*.md"), *root.glob("book/*.md")]):
+        nb = md.with_suffix(".ipynb")
+        if nb.exists():
+            glued = json.loads(nb.read_text(encoding="utf-8")).get("metadata", {}).get("scalebook", {}).get("glued", {})
+            found = glued_findings(md, glued)
+            if found:
+                out[str(md.relative_to(root))] = found
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--html", type=Path, default=ROOT / "_build" / "html")
     ap.add_argument("--run", type=Path, nargs="+", metavar="PAGE", help="execute these .md pages and scan their outputs")
+    ap.add_argument("--glued", action="store_true", help="scan the glued prose values the generated notebooks record")
     args = ap.parse_args(argv)
-    if args.run:
+    if args.glued:
+        report = scan_glued()
+    elif args.run:
         report = {str(p): found for p in args.run if (found := run_page(p.resolve()))}
     elif not args.html.is_dir():
         sys.exit(f"no built site in {args.html}: run `python tools/build_book.py` first")
