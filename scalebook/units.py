@@ -240,7 +240,7 @@ def fmt_seconds(value: float) -> str:
     return format_quantity(value, "s")
 
 
-_E_NOTATION = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
+_E_NOTATION = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)[eE]([+-]?\d+)(?!\w|\.\d)")
 
 
 def prose_numbers(text: str) -> str:

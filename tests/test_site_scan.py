@@ -53,6 +53,10 @@ def test_e_notation_in_prose_or_an_output_is_found(text):
     assert kinds(f"<p>{text}</p>") == ["e-notation"]
 
 
+def test_e_notation_at_the_end_of_a_sentence_is_found():
+    assert kinds("<p>dense 9.89e14. Next</p>") == ["e-notation"]
+
+
 def test_e_notation_inside_inline_code_or_a_code_block_is_allowed():
     assert kinds("<p>pass <code class=\"docutils literal\"><span class=\"pre\">--bytes 1e9</span></code></p>") == []
     assert kinds('<div class="highlight"><pre>x = 1e12</pre></div>') == []

@@ -55,8 +55,9 @@ def test_percent_never_reads_zero_point_zero_or_negative_zero(fraction, decimals
 
 
 def test_prose_numbers_rewrites_e_notation_in_free_text_and_leaves_words():
-    text = "uses 9e10 B/s (4.5e10 one-way), 0.92e15 / x = 1.75e-3 on v5e in fp8e4"
-    assert prose_numbers(text) == "uses 9 × 10¹⁰ B/s (4.5 × 10¹⁰ one-way), 0.92 × 10¹⁵ / x = 1.75 × 10⁻³ on v5e in fp8e4"
+    text = "uses 9e10 B/s (4.5e10 one-way), 0.92e15 / x = 1.75e-3 on v5e in fp8e4; dense 9.89e14."
+    assert prose_numbers(text) == ("uses 9 × 10¹⁰ B/s (4.5 × 10¹⁰ one-way), 0.92 × 10¹⁵ / x = 1.75 × 10⁻³ on v5e "
+                                   "in fp8e4; dense 9.89 × 10¹⁴.")
 
 
 def test_missing_and_infinite_values_print_as_text_not_an_error():

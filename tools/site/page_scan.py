@@ -108,7 +108,7 @@ class _Text(HTMLParser):
 _NUM_EDGE = r"(?<![\w./:])"
 RULES = (
     ("long float", re.compile(_NUM_EDGE + r"-?\d+\.\d{6,}(?![\d])")),
-    ("e-notation", re.compile(_NUM_EDGE + r"-?\d+(?:\.\d+)?[eE][+-]?\d+(?![\w.])")),
+    ("e-notation", re.compile(_NUM_EDGE + r"-?\d+(?:\.\d+)?[eE][+-]?\d+(?!\w|\.\d)")),
     ("zero percent", re.compile(_NUM_EDGE + r"(?:-0(?:\.0+)?|0\.0+)\s?%")),
     ("repr", re.compile(r"\b[A-Z]\w*\((?:[a-z_]\w*=)")),
 )
