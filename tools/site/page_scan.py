@@ -4,14 +4,13 @@
     python tools/site/page_scan.py              # scans _build/html, lists offenders by page
     python tools/site/page_scan.py --html DIR
     python tools/site/page_scan.py --run chapters/05-training.md   # executes the page, scans its outputs
-
     python tools/site/page_scan.py --glued      # the glued prose values, from the committed notebooks
 
+Neither of the last two needs a book build. `--run` executes each page as the build does and
+scans what its cells show (cells tagged remove-cell, remove-output or program-text skipped).
 `--glued` formats each `{glue:text}` role of the MyST pages as the book shows it, from the values
-the generated notebooks record (`make notebooks`), and scans those (with the two characters after
-the role, so '0.00%' is seen). `--run` needs no book build: it executes each page as the build does and scans what its cells
-show (not the glued prose, which only the build renders; cells tagged remove-cell, remove-output
-or program-text are skipped).
+the generated notebooks record (`make notebooks`), and scans those with the two characters after
+the role (so '0.00%' is seen).
 
 `scan_html(html)` reads the text of a page's article (the prose and what the cells print; not the
 code of the cells, inline code, code blocks, the API signatures or the math, nor the output of a
