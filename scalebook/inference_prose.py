@@ -5,7 +5,7 @@ chip passes ("for none the floor is too slow"). Each function here takes the com
 returns the sentence (or phrase) that is true for them: an empty list, a full one, a partial one;
 a gain, a loss, no change. The chapters glue the result; `tests/test_inference_prose.py` renders
 each branch. Numbers are rounded as the book prints them (whole percent, counts without
-decimals), and a change that rounds to 0% is called no change rather than "0%" or "-0%".
+decimals), and a change that rounds to 0% is called no change rather than `"0%"` or `"-0%"`.
 """
 from __future__ import annotations
 
