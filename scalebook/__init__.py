@@ -29,7 +29,7 @@ _LAZY = ("topology", "collectives", "sharding", "models", "transformer", "strate
          "exercises", "grading", "notebook", "jax_layer", "jax_training", "jax_decode", "cli", "runs", "serving_results", "profile")
 _LAZY += ("jax_collectives",)  # chapter 10
 _LAZY += ("memory_levels", "gpu_network")  # chapter 2b
-_LAZY += ("published",)  # chapter 6: validation against published runs
+_LAZY += ("published", "efficiency")  # chapter 6: validation against published runs; shape-aware matmul efficiency
 _LAZY += ("rules_of_thumb",)  # the original book's approximations, beside the exact forms
 
 __all__ = [

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import Error
+from .errors import Error, number
 from .hardware import Chip, chip as _chip, microarchitecture
 
 __all__ = ["Tiling", "tiling", "quantisation", "matmul_seconds"]
@@ -91,19 +91,29 @@ def _tiling(name: str) -> Tiling:
                   shrinks=True)
 
 
+def _positive_array(name: str, value) -> np.ndarray:
+    """`value` (a number or an array of them) as a float array; `Error` naming `name` unless every
+    entry is a finite number above 0."""
+    if isinstance(value, (str, bytes, bool, dict)) or value is None:
+        raise Error(f"{name} must be a positive number or an array of them, got {value!r:.60}")
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise Error(f"{name} must be a positive number or an array of them, got {value!r:.60}") from None
+    if arr.dtype == object or not (np.all(np.isfinite(arr)) and np.all(arr > 0)):
+        raise Error(f"{name} must be positive and finite, got {value!r:.60}")
+    return arr
+
+
 def _dims(m, k, n):
-    m, k, n = (np.asarray(x, dtype=float) for x in (m, k, n))
-    if np.any(m <= 0) or np.any(k <= 0) or np.any(n <= 0) or not (np.all(np.isfinite(m)) and np.all(np.isfinite(k))
-                                                                and np.all(np.isfinite(n))):
-        raise Error("matmul dimensions m, k and n must be positive and finite")
-    return m, k, n
+    return tuple(_positive_array(name, x) for name, x in (("m", m), ("k", k), ("n", n)))
 
 
 def quantisation(chip: "str | Chip", m, k, n, *, batch=1) -> np.ndarray:
     """q: the useful share of the tile-and-wave work of `batch` (m x k) @ (k x n) matmuls launched
     together, as a batched matmul over attention heads is (module docstring)."""
     m, k, n = _dims(m, k, n)
-    batch = np.asarray(batch, dtype=float)
+    batch = _positive_array("batch", batch)
     t = tiling(chip)
     if not t.units:
         return np.ones(np.broadcast(m, k, n).shape)
@@ -116,7 +126,11 @@ def quantisation(chip: "str | Chip", m, k, n, *, batch=1) -> np.ndarray:
     tiles = batch * np.ceil(big / tm) * np.ceil(small / tn)
     waves = np.ceil(tiles / t.units)
     k_pad = np.ceil(k / t.tile_k) * t.tile_k
-    return (batch * m * n * k) / (waves * t.units * tm * tn * k_pad)
+    with np.errstate(all="ignore"):
+        q = (batch * m * n * k) / (waves * t.units * tm * tn * k_pad)
+    if not np.all(np.isfinite(q)):
+        raise Error("matmul dimensions m, k, n and batch are too large to price (the work overflows a float)")
+    return q
 
 
 def matmul_seconds(chip: "str | Chip", m, k, n, *, eff_kernel: float, dtype_bytes: float = 2.0,
@@ -126,13 +140,16 @@ def matmul_seconds(chip: "str | Chip", m, k, n, *, eff_kernel: float, dtype_byte
     the chip's bf16 peak; `dtype_bytes` = 0 prices the arithmetic alone (operands that stay on chip,
     as in a fused attention kernel)."""
     c = _chip(chip)
+    eff_kernel, dtype_bytes = number("eff_kernel", eff_kernel), number("dtype_bytes", dtype_bytes)
     if not 0 < eff_kernel <= 1:
         raise Error(f"eff_kernel is a fraction of peak in (0, 1], got {eff_kernel!r}")
     if not dtype_bytes >= 0:
         raise Error(f"dtype_bytes must be at least 0 (0: operands never leave on-chip memory), got {dtype_bytes!r}")
     m, k, n = _dims(m, k, n)
-    peak = c.peak_flops_per_s("bf16") if peak_flops_per_s is None else peak_flops_per_s
-    batch = np.asarray(batch, dtype=float)
+    peak = c.peak_flops_per_s("bf16") if peak_flops_per_s is None else number("peak_flops_per_s", peak_flops_per_s)
+    if not peak > 0:
+        raise Error(f"peak_flops_per_s must be positive, got {peak!r}")
+    batch = _positive_array("batch", batch)
     compute = 2 * batch * m * n * k / (peak * eff_kernel * quantisation(c, m, k, n, batch=batch))
     memory = dtype_bytes * batch * (m * k + k * n + m * n) / c.hbm_bytes_per_s
     return np.maximum(compute, memory)

@@ -308,7 +308,9 @@ def pipeline_min_layers_per_stage(chip: "str | Chip", *, d_model: int, link: str
 class ParallelismLimits:
     """Chapter 2b's table row for one GPU: where each parallelism stops hiding its communication.
 
-    Batches are tokens per GPU per step (bf16 gradients); widths are the expert's F_e. Link rates
+    Batches are tokens per GPU per step (bf16 gradients); widths are the expert's F_e. The TP degree
+    and the expert widths are the forward-pass bounds (the forward pass must hide its own
+    collectives; the backward pass, with twice the FLOPs, hides them more easily). Link rates
     are the full ones (NCCL's usable share, 0.8 of NVLink, would raise the NVLink bounds by 1/0.8).
     """
 
@@ -333,26 +335,36 @@ def parallelism_limits(chip: "str | Chip", *, d_model: int) -> ParallelismLimits
       < 450 GB/s); on GB200 NVL72 the NVLink stage is (72 x 50 GB/s = 3.6 TB/s > 900 GB/s).
     - with g-way TP in the node and DP across nodes: each GPU holds 1/g of the weights and the
       group has one GPU per node: B > C / (g W_ib) again, now per GPU of the TP group.
-    - TP in a node: tp <= 9 D W_nvl / (b C) for a standard layer (`training`'s rule, P = 12 D^2).
-    - EP: F_e >= (2 b / 9) C / W on NVLink in a node, on W_ib across nodes.
+    - TP in a node: tp <= 6 D W_nvl / (b C) for a standard layer (`collectives.tp_forward_max_degree`:
+      the forward pass's two AllReduces of the D-wide activation hide behind its own 24 D^2 / tp
+      FLOPs per token; averaging with the backward pass would give 9 D W / (b C), a degree at
+      which the forward pass's AllReduces no longer hide).
+    - EP: F_e >= (b / 3) C / W (`collectives.ep_forward_min_expert_width`: the forward pass's
+      dispatch and combine against its gated expert's 6 k D F_e FLOPs), W = W_nvl in a node and
+      one GPU's InfiniBand share across nodes.
     - PP across nodes: `pipeline_min_layers_per_stage`.
 
     Chapter 2b.
     """
-    from .training import min_expert_width, rule_of_thumb_batch_per_chip
+    from .collectives import ep_forward_min_expert_width, tp_forward_max_degree
+    from .training import rule_of_thumb_batch_per_chip
 
     c = _gpu(chip)
     _count("d_model", d_model)
     g = c.nvlink_domain
     b = units.dtype_bytes("bf16")
+    peak = c.peak_flops_per_s("bf16")
     return ParallelismLimits(
         chip=c.name,
         dp_batch_in_node=rule_of_thumb_batch_per_chip(c, link="nvlink"),
         dp_batch_across_nodes=max(rule_of_thumb_batch_per_chip(c, link="nvlink"),
                                   rule_of_thumb_batch_per_chip(c, link="infiniband", chips_sharing=g)),
         dp_batch_across_nodes_tp_in_node=rule_of_thumb_batch_per_chip(c, link="infiniband", tp=g),
-        tp_max_degree_in_node=9 * d_model * c.ici_one_way_bytes_per_s / (b * c.peak_flops_per_s("bf16")),
-        ep_min_expert_width_in_node=min_expert_width(c, link="nvlink"),
-        ep_min_expert_width_across_nodes=min_expert_width(c, link="infiniband"),
+        tp_max_degree_in_node=tp_forward_max_degree(d_model=d_model, flops_per_s=peak,
+                                                    link_bytes_per_s=c.ici_one_way_bytes_per_s, bytes_per_element=b),
+        ep_min_expert_width_in_node=ep_forward_min_expert_width(flops_per_s=peak, link_bytes_per_s=c.ici_one_way_bytes_per_s,
+                                                                bytes_per_element=b),
+        ep_min_expert_width_across_nodes=ep_forward_min_expert_width(flops_per_s=peak, link_bytes_per_s=ib_bytes_per_s(c),
+                                                                     bytes_per_element=b),
         pp_min_layers_per_stage_across_nodes=pipeline_min_layers_per_stage(c, d_model=d_model),
     )

@@ -1,4 +1,5 @@
-"""Sentences of chapters 7 and 8 that depend on a computed outcome, written for every outcome.
+"""Sentences of chapters 7 and 8 (and chapter 1's compiler check) that depend on a computed outcome,
+written for every outcome.
 
 A chapter that glues "Only A, B can meet it; for C the floor is too slow" reads wrong when every
 chip passes ("for none the floor is too slow"). Each function here takes the computed values and
@@ -195,3 +196,18 @@ def firmer_ground(subset_median: float, family_median: float) -> str:
     if round(100 * subset_median) == round(100 * family_median):
         return "the model does no better than on the rest"
     return "the model does worse than on the rest"
+
+
+def deviation(measured: float, reference: float, what: str, digits: int = 2) -> str:
+    """Chapter 1: how far a count sits from the formula it is checked against, at `digits` decimals
+    of a percent: 'matches {what} (to within 0.01%)', 'is 0.07% above {what}', 'is 1.20% below {what}'.
+
+    A gap that rounds to zero is called a match rather than printed as '0.00%' or '-0.00%'."""
+    if reference <= 0:
+        raise Error(f"reference must be positive, got {reference!r}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
+        raise Error(f"digits must be an integer >= 0, got {digits!r}")
+    r = 100 * (measured / reference - 1)
+    if round(abs(r), digits) == 0:
+        return f"matches {what} (to within {10 ** -digits:.{digits}f}%)"
+    return f"is {abs(r):.{digits}f}% {'above' if r > 0 else 'below'} {what}"

@@ -28,6 +28,20 @@ per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L
 - PP: each microbatch's activations sent forward and their gradients back, once per virtual
   stage; the bubble adds (pp - 1) / virtual_stages microbatch slots;
 - EP: (4 + 2 if full remat) AllToAlls per MoE layer of the k routed copies of each token;
+- what an MoE layer costs beyond its expert matmuls, as Megatron-Core's alltoall token dispatcher
+  runs it (`MoEAlltoAllTokenDispatcher`: permute, AllToAll, sort the received chunks by local
+  expert when a chip holds more than one, the experts, sort back, AllToAll, unpermute; bib key
+  megatroncore2025dispatcher): the router's (tok / tp x D) @ (D x E) logits, priced by shape with
+  the weight matmuls; its softmax and top-k, 2 E elements per token (E logits read, E
+  probabilities written), counted with the elementwise passes; and the copies, each reading and
+  writing the k D elements of a token's routed copies: permute and unpermute, plus the two chunk
+  sorts when E / ep > 1, so 4 k D or 8 k D elements per token per MoE layer in a pass, once
+  forward and once backward (the gradients go through the reverse copies), once more with full
+  remat, on tok / tp tokens per chip at the activation dtype through HBM. The routed tokens are
+  taken as split evenly over the experts (no capacity factor, no imbalance: the published MoE
+  runs force-balance their routing) and each local expert's grouped-GEMM matmul is priced at its
+  own ep tok k / E rows (`_shape_ratio`). The unpermute's weighted sum writes D, not k D,
+  elements per token: counted as a full copy, an overcount of (k - 1) D per pass;
 - CP: (cp - 1) ring steps of the local keys and values per layer forward (twice that backward,
   once more with full remat);
 - the optimizer update streams the chip's weights, gradients and Adam state through HBM once.
@@ -77,7 +91,14 @@ of that time issued one AllGather per parameter tensor and synchronised the devi
 elements whole (four gathered matrices per GPT layer). Even with all of that exposed (4 matrices
 x 96 layers x 3 collectives: 9.3 s) the step would be about 23 s, not 67 s: the rest of the fall
 is not explained by latency or bandwidth the model can source, and the model does not reproduce
-it.
+it. The prefetch settings of that version do not change this (constants.py and stage3.py at
+v0.3.16): the prefetch bucket defaults to 5e7 elements and a new prefetch starts only when no
+gather is in flight, so one matrix at a time (each of a 175B layer's four holds 1.5e8 to 6e8
+elements) is fetched while the previous one computes; `stage3_max_live_parameters` defaults to
+1e9 elements, about half of a 1.8e9-parameter layer. Overlap one matrix ahead instead of one
+layer ahead hides about as much, since a matrix's gather and its compute both scale with its size.
+Each gradient is ReduceScattered per parameter tensor too (`_reduce_scatter_gradient`), which the
+count of 3 collectives per matrix above already includes.
 """
 from __future__ import annotations
 
@@ -238,6 +259,9 @@ class ModelFacts:
     expert_d_ff: int = 0
     shared_experts: int = 0
     mlp_inputs: int = 1  # 2 for a gated MLP (up and gate), 1 plain
+    # elements per token, all MoE layers, one pass: the permute and unpermute copies of the k routed
+    # copies of each token, each reading and writing k D (`evaluate` adds the chunk sorts)
+    moe_permute_elements: float = 0.0
 
 
 def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
@@ -261,13 +285,15 @@ def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
         forward_flops_per_token=fl.forward_flops, attention_flops_per_token=fl.attention_score_flops,
         remat_flops_per_token=remat,
         elementwise_wide=10.0 * model.d_model * model.layers,
-        elementwise_rest=act * (model.dense_layers * model.d_ff + model.moe_layers * moe_width) + rope * model.layers,
+        elementwise_rest=act * (model.dense_layers * model.d_ff + model.moe_layers * moe_width) + rope * model.layers
+        + 2.0 * model.routed_experts * model.moe_layers,  # router softmax/top-k: E logits read, E probs written
         score_elements_per_t=2.0 * model.heads * model.layers,
         layer_dense_params=p.total_params - experts - other,
         layer_expert_params=experts, other_params=other,
         q_width=model.heads * model.head_dim, dense_layers=model.dense_layers, dense_d_ff=model.d_ff,
         expert_d_ff=model.expert_d_ff, shared_experts=model.shared_experts,
-        mlp_inputs=2 if model.mlp == "gated" else 1)
+        mlp_inputs=2 if model.mlp == "gated" else 1,
+        moe_permute_elements=4.0 * model.experts_per_token * model.d_model * model.moe_layers)
 
 
 def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str, dtype: str,
@@ -307,6 +333,8 @@ def _shape_ratio(facts: ModelFacts, chip, *, tokens, tp, ep, efficiency: float, 
     MLP (M x D) @ (D x F / tp, twice for a gated MLP) and (M x F / tp) @ (F / tp x D); in a MoE
     layer each of the chip's E / ep routed experts gets ep M k / E tokens (an even split) and runs
     the MLP matmuls at F_e as one grouped launch, shared experts the MLP at S F_e on all M tokens.
+    The router's (M / tp x D) @ (D x E) logits, E narrow, are priced the same way (per chip, the
+    tokens M / tp that the AllToAll sends, as in `evaluate`).
     Each is timed by `efficiency.matmul_seconds` (tile and wave quantisation; HBM-bound when small)
     and the sum divided by 2 M N K / (peak x efficiency) summed over the same matmuls.
     Simplifications: the backward pass's activation- and weight-gradient matmuls are charged the
@@ -323,6 +351,7 @@ def _shape_ratio(facts: ModelFacts, chip, *, tokens, tp, ep, efficiency: float, 
         shapes += [(m.dense_layers,) + mm for mm in attn + mlp(tok, float(m.dense_d_ff), 1.0)]
     if m.moe_layers:
         shapes += [(m.moe_layers,) + mm for mm in attn]
+        shapes.append((m.moe_layers, tok / tp, D, float(m.routed_experts), 1.0))  # router logits
         routed = np.maximum(1.0, ep * tok * m.experts_per_token / max(m.routed_experts, 1))
         shapes += [(m.moe_layers,) + mm for mm in mlp(routed, float(m.expert_d_ff), m.routed_experts / ep)]
         if m.shared_experts:
@@ -422,6 +451,11 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     passes = 3 + full
     elements = (m.elementwise_wide / np.where(sp > 0, tp, 1.0) + m.elementwise_rest / tp) * passes \
         + (1 - flash) * m.score_elements_per_t * T / tp * (passes + sel)
+    # MoE token permutation (Megatron's alltoall dispatcher, module docstring): permute and unpermute,
+    # plus the two chunk sorts when a chip holds more than one expert; once forward, once backward
+    # (the gradients take the reverse copies), once more with full remat; tok / tp tokens per chip.
+    sorts = np.where(m.routed_experts / ep > 1, 2.0, 1.0)
+    elements = elements + m.moe_permute_elements * sorts / tp * (2 + full)
     c_vector = elements * b_act * tok * frac / s.topology.chip.hbm_bytes_per_s
     c = c_matmul + c_vector
     c_bwd = c * (2 * m.forward_flops_per_token + remat_tok) / flop_tok

@@ -509,11 +509,19 @@ def critical_batch_per_chip(model: Transformer, *, strategy: Strategy, seq_len: 
     batch B* where its traffic fits the compute that hides it (`step.evaluate`): FSDP's gather of
     each layer within a layer's forward compute, and a gather plus a reduce-scatter within a
     layer's backward compute; DP's AllReduce within the last microbatch's backward pass, together
-    with the FSDP traffic of that pass when both use the same network. This returns the largest
-    B*, in tokens per chip, for one microbatch per step; at and above it `estimate` has no exposed
-    DP time and exposes of FSDP only the first gather of each microbatch (layer 0 and the
-    embedding tables), which nothing precedes. Returns 0 when the strategy has no FSDP or DP
-    traffic.
+    with the FSDP traffic of that pass when both use the same network; and FSDP's network as a
+    whole busy no longer than the step (every gather and scatter, the embedding tables' too, and
+    DP's AllReduce when it shares that network, within the compute plus the first gather and the
+    optimizer update). This returns the largest B*, in tokens per chip per microbatch; at and
+    above it `estimate` has no exposed DP time and exposes of FSDP only the first gather of each
+    microbatch (layer 0 and the embedding tables), which nothing precedes. Returns 0 when the
+    strategy has no FSDP or DP traffic.
+
+    B* counts the tokens of one microbatch, not of the step: FSDP gathers every layer again for
+    each microbatch, so a step cut into m microbatches needs m x B* tokens per chip, and a fixed
+    `microbatch` of fewer tokens per chip than B* never hides its traffic, whatever the batch
+    (Chapter 5: "b is the tokens per chip per microbatch"). The strategy's `microbatch`, when
+    set, is only the smallest microbatch the search tries.
 
     Compute is not linear in the batch: matmuls are priced by their shape (`step._shape_ratio`:
     tile and wave quantisation, small matmuls bound by HBM), so a token costs more in a small
@@ -545,6 +553,19 @@ def critical_batch_per_chip(model: Transformer, *, strategy: Strategy, seq_len: 
             shared = (gathers + scatters) if same else 0.0
         needs = [gathers / fwd, (gathers + scatters) / bwd,
                  (base.comm_seconds["dp"] + shared) / bwd if base.comm_seconds["dp"] else 0.0]
+        if layer:
+            # FSDP's network must also carry the whole step's traffic on it (every gather and
+            # scatter, the embedding tables', and DP's AllReduce when it shares the network) within
+            # the step: compute, plus the first gather that nothing hides, plus the optimizer.
+            fsdp_all = sum(c.total_seconds for c in base.collectives if c.parallelism == "fsdp")
+            first = sum(c.seconds for c in base.collectives if c.parallelism == "fsdp" and c.kind == "all-gather"
+                        and (not c.per_layer or "before the forward" in c.purpose))
+            dp_same = base.comm_seconds["dp"] if shared else 0.0
+            net = lambda group: step._network(step.stack([step.describe(base.placement, group)]))[0]  # noqa: E731
+            # TP and CP traffic hidden under compute on the same network occupies it too
+            hidden = sum(base.comm_seconds[k] - base.exposed_seconds[k] for k in ("tp", "cp")
+                         if base.comm_seconds[k] and net(k) == net("fsdp"))
+            needs.append((fsdp_all + dp_same + hidden - first - base.optimizer_seconds) / compute)
         return max(needs), per_chip / seqs
 
     seqs, seen = mb, {}

@@ -39,13 +39,22 @@ HAND = {
     "2.15": 40e9 / 4 / 16e9,
     # 16x16 v5e pod with wraparound on both axes: (0, 0) -> (15, 15) is one hop back on each axis
     "2.16": 2,
+    # the reverse of 2.14: VMEM time <= compute time when bytes <= 2e10 x (22 x 820e9) / 197e12 (v5e), in GB
+    "2.17": 2e10 * 22 * 820e9 / 197e12 / 1e9,
+    # 27e9 x 2 B: one v5p reads 54 GB at 2.8e12 B/s; four v5e read 13.5 GB each at 820e9 B/s at once
+    # ratio = (54e9 / 2.8e12) / (13.5e9 / 820e9) = 4 x 820e9 / 2.8e12
+    "2.18": (54e9 / 2.8e12) / (13.5e9 / 820e9),
+    # 16 v5e chips: time allows 0.01 s x 16 x 820e9 B/s / 2 B = 65.6e9 parameters; memory 16 x 16e9 / 2 = 128e9
+    "2.19": min(0.01 * 16 * 820e9 / 2, 16 * 16e9 / 2) / 1e9,
+    # 40 GB in 40 ms at 25 GB/s per v5p host / 4 chips = 6.25 GB/s per chip: 40e9 / (0.04 x 6.25e9) = 160 chips
+    "2.20": 160,
 }
 
 IDS = sorted(HAND, key=lambda s: int(s.split(".")[1]))
 
 
 def test_integer_keys_are_integers():
-    for pid in ("2.13", "2.16"):
+    for pid in ("2.13", "2.16", "2.20"):
         p = get(pid)
         assert isinstance(p.solve(**p.inputs), int)
 

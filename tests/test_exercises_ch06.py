@@ -13,7 +13,7 @@ from scalebook import training
 from scalebook.exercises import check, get, problems
 
 T = 8192
-PEAK = {"h100": 990e12, "tpu-v5p": 459e12, "tpu-v5e": 197e12, "a100": 310e12}  # dense bf16 FLOP/s (spec table)
+PEAK = {"h100": 990e12, "tpu-v5p": 459e12, "tpu-v5e": 197e12, "a100": 312e12}  # dense bf16 FLOP/s (spec table; A100 whitepaper 312)
 HBM_BW = {"h100": 3.4e12, "tpu-v5p": 2.8e12}  # B/s
 HBM = {"h100": 80e9, "tpu-v5p": 96e9}  # bytes
 PRICE = {"h100": 10.8, "tpu-v5p": 4.2}  # USD per chip-hour, on demand (spec table)

@@ -81,8 +81,22 @@ def test_parallelism_limits_of_an_h100():
     lim = gn.parallelism_limits("h100", d_model=8192)
     assert lim.dp_batch_in_node == pytest.approx(990e12 / 450e9)
     assert lim.dp_batch_across_nodes == pytest.approx(990e12 / (8 * 50e9))
-    assert lim.tp_max_degree_in_node == pytest.approx(9 * 8192 * 450e9 / (2 * 990e12))
-    assert lim.ep_min_expert_width_across_nodes == pytest.approx(4 / 9 * 990e12 / 50e9)
+
+
+
+def test_tp_limit_of_an_h100_is_the_forward_pass_bound():
+    # forward pass of a standard layer: 24 D^2 / tp FLOPs per token against two AllReduces of
+    # 2 D b bytes each (large-N), so tp <= 6 D W / (b C) = 6 x 8192 x 450e9 / (2 x 990e12) = 11.17
+    lim = gn.parallelism_limits("h100", d_model=8192)
+    assert lim.tp_max_degree_in_node == pytest.approx(6 * 8192 * 450e9 / (2 * 990e12))
+    assert int(lim.tp_max_degree_in_node) == 11
+
+
+def test_ep_limits_of_an_h100_are_the_forward_pass_bounds():
+    # forward pass: dispatch + combine, 2 k D b / W, against 6 k D F_e / C: F_e >= (b / 3) C / W
+    lim = gn.parallelism_limits("h100", d_model=8192)
+    assert lim.ep_min_expert_width_in_node == pytest.approx(2 / 3 * 990e12 / 450e9)  # 1,467
+    assert lim.ep_min_expert_width_across_nodes == pytest.approx(2 / 3 * 990e12 / 50e9)  # 13,200
 
 
 def test_nvl72_cross_rack_dp_is_bound_by_its_nvlink_stage():

@@ -192,3 +192,22 @@ def test_rendered_prose_has_no_self_contradiction(page):
     assert "for none" not in prose and "Only none" not in prose, "an empty list named as if it held something"
     assert not re.search(r"\b\d+\.0 (requests|sequences|chips|GPUs|tokens)\b", prose), "a count with a decimal"
     assert not re.search(r"\bnan\b", prose), "a NaN in the prose"
+
+
+def test_deviation_calls_a_gap_that_rounds_to_zero_a_match():
+    # 1,000,004 against 1,000,000 is +0.0004%: zero at two decimals
+    assert clean(ip.deviation(1_000_004, 1_000_000, "$2BDF$")) == "matches $2BDF$ (to within 0.01%)"
+    assert clean(ip.deviation(999_996, 1_000_000, "$2BDF$")) == "matches $2BDF$ (to within 0.01%)"
+
+
+def test_deviation_above_and_below():
+    # 1,000,700 / 1,000,000 - 1 = +0.07%; 988,000 / 1,000,000 - 1 = -1.20%
+    assert clean(ip.deviation(1_000_700, 1_000_000, "$2BDF$")) == "is 0.07% above $2BDF$"
+    assert clean(ip.deviation(988_000, 1_000_000, "$2BDF$", digits=1)) == "is 1.2% below $2BDF$"
+
+
+def test_deviation_rejects_a_non_positive_reference_and_bad_digits():
+    with pytest.raises(scalebook.Error, match="reference"):
+        ip.deviation(1.0, 0.0, "x")
+    with pytest.raises(scalebook.Error, match="digits"):
+        ip.deviation(1.0, 1.0, "x", digits=-1)

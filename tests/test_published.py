@@ -122,3 +122,11 @@ def test_report_names_validation_runs_the_constants_were_fitted_on(report):
     assert list(report.anchored) == expected
     if expected:
         assert expected[0] in repr(report)
+
+
+def test_llm_foundry_h100_rows_name_their_software_stack():
+    # LLM Foundry's H100 benchmarks ran PyTorch FSDP with Triton FlashAttention (submit_benchmarks.py
+    # at commit 5e85bd62d); the model has one GPU constant for every software stack
+    assert any("software stack" in r for r in published.simplifications(runs.published_run("mpt-70b-h100-512")))
+    assert not any("software stack" in r for r in published.simplifications(runs.published_run("mpt-13b-a100-8")))
+    assert not any("software stack" in r for r in published.simplifications(runs.published_run("nemotron4-340b-h100-512")))

@@ -1,5 +1,6 @@
 """Published training runs (Chapter 6): the data loads, is self-consistent and matches its papers."""
 import dataclasses
+import math
 import re
 from pathlib import Path
 
@@ -257,3 +258,20 @@ def test_runs_with_role_split_the_table():
     assert len(fit) + len(val) == len(IDS) and all(r.role == "fit" for r in fit)
     with pytest.raises(scalebook.Error, match="validation"):
         runs.runs_with_role("test")
+
+
+# LLM Foundry's H100 benchmark table (scripts/train/benchmarking/README.md at commit 5e85bd62d),
+# column "Throughput (T/s/GPU)" as published, rounded down there to whole tokens.
+LLMFOUNDRY_H100_TOKENS_PER_GPU = {
+    "mpt-70b-h100-512": 1007, "mpt-70b-h100-128": 1058, "mpt-30b-h100-256": 2148, "mpt-13b-h100-512": 4952,
+    "mpt-13b-h100-128": 5080, "mpt-7b-h100-512": 9670, "mpt-7b-h100-128": 10475, "mpt-3b-h100-512": 21664,
+    "mpt-1b-h100-128": 44123, "mpt-30b-h100-8-seq8k": 1384, "mpt-13b-h100-8-seq32k": 1976,
+    "mpt-7b-h100-8": 10643, "mpt-7b-h100-8-seq64k": 1956, "mpt-1b-h100-8": 45455, "mpt-760m-h100-8": 63147,
+}
+
+
+@pytest.mark.parametrize("rid, per_gpu", sorted(LLMFOUNDRY_H100_TOKENS_PER_GPU.items()))
+def test_llm_foundry_h100_rows_reproduce_the_published_tokens_per_gpu(rid, per_gpu):
+    run = runs.published_run(rid)
+    assert run.chip == "h100" and run.dtype == "bf16"  # the table is 'H100 80GB BF16' (amp_bf16)
+    assert math.floor(run.reported_tokens_per_s_per_chip()) == per_gpu

@@ -137,3 +137,42 @@ def corner_hops(chip_name):
     topo = topology.slice(chip_name, chip(chip_name).pod_topology)
     # from index 0 to the last index of an axis: one hop back over the wraparound, or the whole line
     return int(sum(1 if a.wraparound else a.size - 1 for a in topo.axes))
+
+
+@problem("2.17", title="How much VMEM traffic the MXUs can hide", unit="GB", chip_name="tpu-v5e", flops=2e10,
+         hint="the MXUs set the time while VMEM bytes <= FLOPs / (VMEM critical intensity)")
+def vmem_budget(chip_name, flops):
+    from ... import memory_levels as ml
+
+    # the reversed question of 2.14: the largest VMEM traffic whose time does not exceed the compute time
+    return flops / ml.critical_intensity(chip_name, "vmem") / 1e9
+
+
+@problem("2.18", title="One v5p or four v5e for a weight read?", unit="", params=27e9, dtype="bf16",
+         big="tpu-v5p", small="tpu-v5e", small_chips=4,
+         hint="each v5e reads a quarter of the weights from its own HBM, all at once: time = share / HBM bandwidth")
+def v5p_or_four_v5e(params, dtype, big, small, small_chips):
+    one = params * units.dtype_bytes(dtype) / chip(big).hbm_bytes_per_s
+    four = params * units.dtype_bytes(dtype) / small_chips / chip(small).hbm_bytes_per_s
+    if params * units.dtype_bytes(dtype) / small_chips > chip(small).hbm_bytes:
+        raise ValueError("the quarter must fit in a v5e's HBM for the question to hold")
+    return one / four
+
+
+@problem("2.19", title="The largest model a v5e slice decodes in 10 ms", unit="", chip_name="tpu-v5e", shape="4x4",
+         seconds=0.01, dtype="bf16",
+         hint="two limits: the weights must fit in the slice's HBM, and each chip must read its share within the time")
+def largest_model_v5e(chip_name, shape, seconds, dtype):
+    topo = topology.slice(chip_name, shape)
+    c = topo.chip
+    by_time = seconds * c.hbm_bytes_per_s * topo.num_chips / units.dtype_bytes(dtype)
+    by_memory = c.hbm_bytes * topo.num_chips / units.dtype_bytes(dtype)
+    return min(by_time, by_memory) / 1e9  # billions of parameters
+
+
+@problem("2.20", title="How many chips to cross DCN in time", unit="chip", bytes_=40e9, chip_name="tpu-v5p",
+         seconds=0.04, hint="each chip sends its share through its share of its host's NIC: chips >= bytes / (time x per-chip DCN)")
+def chips_for_dcn(bytes_, chip_name, seconds):
+    # the reverse of 2.7: the fewest chips whose DCN shares move the array within the time
+    need = bytes_ / (seconds * chip(chip_name).dcn_bytes_per_s)
+    return math.ceil(need - 1e-9)
