@@ -202,7 +202,7 @@ def deviation(measured: float, reference: float, what: str, digits: int = 2) -> 
     """Chapter 1: how far a count sits from the formula it is checked against, at `digits` decimals
     of a percent: 'matches {what} (to within 0.01%)', 'is 0.07% above {what}', 'is 1.20% below {what}'.
 
-    A gap that rounds to zero is called a match rather than printed as '0.00%' or '-0.00%'."""
+    A gap that rounds to zero is called a match rather than printed as `'0.00%'` or `'-0.00%'`."""
     if reference <= 0:
         raise Error(f"reference must be positive, got {reference!r}")
     if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:

@@ -310,7 +310,7 @@ def fmt_percent(fraction: float, decimals: int = 1, signed: bool = False) -> str
     """`fraction` (0.0072) as a percentage for a reader: '0.7%', with `signed` '+0.7%'.
 
     Exactly zero prints '0%'; a nonzero share that rounds to zero at `decimals` prints
-    '<0.1%' (signed: '+<0.1%' or '-<0.1%'), never '0.0%' or '-0%'. Trailing zeros stay
+    '<0.1%' (signed: '+<0.1%' or '-<0.1%'), never `'0.0%'` or `'-0%'`. Trailing zeros stay
     ('12.0%') so a column of shares lines up. None or NaN prints 'n/a', an infinity '∞%'.
     """
     if _not_finite(fraction):
