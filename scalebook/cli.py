@@ -21,7 +21,7 @@ COMMAND_MODULES = ("specs", "roofline", "measure", "grade", "models", "model", "
 
 
 class _Parser(argparse.ArgumentParser):
-    """One-line errors, and '-1e12' read as a (negative) number, not as an unknown option."""
+    """One-line errors, and `'-1e12'` read as a (negative) number, not as an unknown option."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("epilog", NUMBERS_HELP)  # every command's --help says how numbers are read

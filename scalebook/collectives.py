@@ -66,6 +66,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from ._readable import Readable
 from . import units
 from .errors import MAX_CHIPS, Error, _show, require_non_negative, require_positive
 from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
@@ -107,7 +108,7 @@ def label(kind: str) -> str:
 
 
 @dataclass(frozen=True)
-class CollectiveCost:
+class CollectiveCost(Readable):
     """Cost of one collective; see the module docstring for the formulas and what V means."""
 
     kind: str

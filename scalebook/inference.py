@@ -62,6 +62,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
+from ._readable import Readable
 from . import collectives, units
 from . import transformer as tr
 from ._data import load
@@ -87,7 +88,7 @@ def _positive_int(name: str, value: object, maximum: int = MAX_CHIPS) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Deployment:
+class Deployment(Readable):
     """How a model is laid out for serving (module docstring). Chips = tp x ep x pp."""
 
     tp: int = 1
@@ -223,7 +224,7 @@ def _group(topo: Topology, kind: str) -> tuple[str, ...]:
 # --- results ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ServingMemory:
+class ServingMemory(Readable):
     """Bytes per chip while serving: weights, KV cache, and the workspace of a prefill pass of
     `workspace_tokens` tokens (the prompt, or the chunk a chunked prefill runs at once)."""
 
@@ -292,7 +293,7 @@ class StepTime:
 
 
 @dataclass(frozen=True)
-class ServingEstimate:
+class ServingEstimate(Readable):
     """The result of `estimate`: latency, throughput and memory of a deployment at one batch.
 
     `decode` is one decode step at the average context (prompt + half the output); a token
@@ -413,14 +414,14 @@ class ServingEstimate:
         f = units.format_quantity
         return (f"ServingEstimate({self.model_name} on {self.chips} {self.chip.name}, {self.deployment.label()}, "
                 f"batch {self.batch}: {f(self.per_token_latency_seconds, 's')}/token ({self.decode.bound}-bound), "
-                f"{self.output_tokens_per_s_per_chip:.4g} token/s per chip, TTFT {f(self.ttft_seconds, 's')}, "
+                f"{units.fmt_number(self.output_tokens_per_s_per_chip, 4)} token/s per chip, TTFT {f(self.ttft_seconds, 's')}, "
                 f"memory {f(self.memory.bytes, 'B')}{'' if self.fits else ' DOES NOT FIT'}, max batch {self.max_batch} "
                 f"beside a {self.workspace_tokens}-token prefill workspace)")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
         rows = [("per-token latency", f(self.per_token_latency_seconds, "s")),
-                ("output tokens/s per chip", f"{self.output_tokens_per_s_per_chip:.4g}"),
+                ("output tokens/s per chip", units.fmt_number(self.output_tokens_per_s_per_chip, 4)),
                 ("time to first token", f(self.ttft_seconds, "s")), ("decode bound", self.decode.bound),
                 *((f"memory: {k}", f(v, "B")) for k, v in self.memory.parts().items()),
                 ("prefill workspace for", f"{self.workspace_tokens} tokens at once"),

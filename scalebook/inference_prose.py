@@ -6,7 +6,7 @@ chip passes ("for none the floor is too slow"). Each function here takes the com
 returns the sentence (or phrase) that is true for them: an empty list, a full one, a partial one;
 a gain, a loss, no change. The chapters glue the result; `tests/test_inference_prose.py` renders
 each branch. Numbers are rounded as the book prints them (whole percent, counts without
-decimals), and a change that rounds to 0% is called no change rather than "0%" or "-0%".
+decimals), and a change that rounds to 0% is called no change rather than `"0%"` or `"-0%"`.
 """
 from __future__ import annotations
 
@@ -239,7 +239,7 @@ def deviation(measured: float, reference: float, what: str, digits: int = 2) -> 
     """Chapter 1: how far a count sits from the formula it is checked against, at `digits` decimals
     of a percent: 'matches {what} (to within 0.01%)', 'is 0.07% above {what}', 'is 1.20% below {what}'.
 
-    A gap that rounds to zero is called a match rather than printed as '0.00%' or '-0.00%'."""
+    A gap that rounds to zero is called a match rather than printed as `'0.00%'` or `'-0.00%'`."""
     _require_non_negative(measured=measured), _require_positive(reference=reference), _text("what", what)
     if isinstance(digits, int) and digits > 6:
         raise Error(f"digits must be at most 6, got {digits!r:.60}")

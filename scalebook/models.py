@@ -18,6 +18,7 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
+from ._readable import Readable
 from ._data import load
 from .errors import Error, _show, choose, number, require_flag
 
@@ -26,7 +27,7 @@ NORM_KINDS = ("rmsnorm", "layernorm")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Transformer:
+class Transformer(Readable):
     """A decoder-only Transformer's shape (Chapter 4). All sizes are integer counts.
 
     - Attention: `heads` (N) query heads of `head_dim` (H, default D / N); `kv_heads` (K,

@@ -14,6 +14,7 @@ import math
 import os
 from typing import Any
 
+from ._readable import Readable
 from . import units
 
 
@@ -25,7 +26,7 @@ class Text(str):
 
 
 def fmt(value: float, unit: str = "", digits: int = 3) -> Text:
-    """`units.format_quantity` as glue-ready text: fmt(3.2e-3, 's') -> 3.2 ms."""
+    """`units.format_quantity` as glue-ready text: `fmt(3.2e-3, 's')` -> 3.2 ms."""
     return Text(units.format_quantity(value, unit, digits))
 
 
@@ -62,7 +63,7 @@ def glue(name: str, value: Any, unit: str | None = None, digits: int = 3) -> Any
     return value
 
 
-class Table:
+class Table(Readable):
     """Rows shown as an HTML table in Jupyter, Colab and the book (fixed-width text elsewhere)."""
 
     def __init__(self, rows: list[dict[str, Any]], columns: list[str]):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._readable import Readable
 from . import step, units
 from .errors import Error
 from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
@@ -127,7 +128,7 @@ class Candidates:
 
 
 @dataclass(frozen=True)
-class TrainingPlan:
+class TrainingPlan(Readable):
     """What `plan` found: the fastest strategies that fit, and the time-memory Pareto front."""
 
     model_name: str
@@ -145,11 +146,11 @@ class TrainingPlan:
         items = self.best if which == "best" else self.pareto
         f = units.format_quantity
         return [{"rank": i + 1, "strategy": e.strategy.label(), "step": f(e.step_seconds, "s"),
-                 "MFU": f"{100 * e.mfu:.1f}%", "memory/chip": f(e.memory.bytes, "B"),
-                 "tokens/s/chip": f"{e.tokens_per_s_per_chip:.4g}"} for i, e in enumerate(items)]
+                 "MFU": f"{units.fmt_percent(e.mfu, 1)}", "memory/chip": f(e.memory.bytes, "B"),
+                 "tokens/s/chip": units.fmt_number(e.tokens_per_s_per_chip, 4)} for i, e in enumerate(items)]
 
     def __repr__(self) -> str:
-        head = (f"TrainingPlan({self.model_name} on {self.chips} {self.chip_name}, {self.batch_tokens:.4g} tokens x "
+        head = (f"TrainingPlan({self.model_name} on {self.chips} {self.chip_name}, {units.fmt_count(self.batch_tokens)} tokens x "
                 f"T={self.seq_len}: {self.fitting} of {self.considered} strategies fit)")
         lines = [head] + [f"  {r['rank']}. {r['strategy']}: step {r['step']}, MFU {r['MFU']}, {r['memory/chip']}"
                           for r in self.rows()]

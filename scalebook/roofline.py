@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, choose, require_non_negative, require_positive
 from .hardware import Chip, chip as _chip
@@ -22,7 +23,7 @@ BOUNDS = ("compute", "memory", "communication")
 
 
 @dataclass(frozen=True)
-class Roofline:
+class Roofline(Readable):
     """Time estimate of one operation on one chip (seconds), with the bound that wins."""
 
     flops: float
@@ -74,8 +75,8 @@ class Roofline:
         return (
             f"Roofline({self.bound}-bound: {', '.join(parts)}; "
             f"between {f(self.lower_seconds, 's')} and {f(self.upper_seconds, 's')}; "
-            f"intensity {self.intensity_flops_per_byte:.3g} vs critical "
-            f"{self.critical_intensity_flops_per_byte:.3g} FLOP/B)"
+            f"intensity {units.fmt_number(self.intensity_flops_per_byte)} vs critical "
+            f"{units.fmt_number(self.critical_intensity_flops_per_byte)} FLOP/B)"
         )
 
     def _repr_html_(self) -> str:
@@ -89,7 +90,7 @@ class Roofline:
         rows += [
             ("bound", f"<b>{self.bound}</b>"),
             ("time (overlapped .. serial)", f"{f(self.lower_seconds, 's')} .. {f(self.upper_seconds, 's')}"),
-            ("intensity / critical", f"{self.intensity_flops_per_byte:.3g} / {self.critical_intensity_flops_per_byte:.3g} FLOP/B"),
+            ("intensity / critical", f"{units.fmt_number(self.intensity_flops_per_byte)} / {units.fmt_number(self.critical_intensity_flops_per_byte)} FLOP/B"),
         ]
         body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
         return f"<table>{body}</table>"

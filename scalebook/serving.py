@@ -17,6 +17,7 @@ import html
 import itertools
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, _show, require_non_negative, require_positive
 from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
@@ -50,7 +51,7 @@ def frontier(model: Transformer, *, chip: "str | Chip", deployment: Deployment, 
 
 
 @dataclass(frozen=True)
-class Workload:
+class Workload(Readable):
     """A server under continuous batching (module docstring), with its cost per token."""
 
     estimate: ServingEstimate
@@ -90,8 +91,8 @@ class Workload:
     def __repr__(self) -> str:
         f = units.format_quantity
         return (f"Workload({self.estimate.model_name}, batch {self.estimate.batch}: "
-                f"{f(self.per_token_latency_seconds, 's')}/token, {self.output_tokens_per_s:.4g} output token/s, "
-                f"{self.requests_per_s:.3g} requests/s, prefill {100 * self.prefill_share:.0f}% of the time)")
+                f"{f(self.per_token_latency_seconds, 's')}/token, {units.fmt_number(self.output_tokens_per_s, 4)} output token/s, "
+                f"{self.requests_per_s:.3g} requests/s, prefill {units.fmt_percent(self.prefill_share, 0)} of the time)")
 
 
 def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: "int | str",
@@ -121,7 +122,7 @@ def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: D
 
 
 @dataclass(frozen=True)
-class Speculation:
+class Speculation(Readable):
     """Speculative decoding (Leviathan et al. 2023; Chen et al. 2023) with i.i.d. acceptance."""
 
     acceptance_rate: float
@@ -248,7 +249,7 @@ def speculation_break_even_batch(model: Transformer, *, chip: "str | Chip", depl
 
 
 @dataclass(frozen=True)
-class Disaggregation:
+class Disaggregation(Readable):
     """Separate prefill and decode servers: how many prefill chips each decode chip needs."""
 
     prefill: ServingEstimate
@@ -287,7 +288,7 @@ def disaggregation(model: Transformer, *, chip: "str | Chip", prefill: Deploymen
 # --- planner ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ServingPlan:
+class ServingPlan(Readable):
     """What `plan_serving` found: the best throughput per chip within the latency target, and
     the frontier (per-token latency against tokens/s per chip) over every configuration tried."""
 
@@ -303,7 +304,7 @@ class ServingPlan:
         f = units.format_quantity
         items = self.best if which == "best" else self.frontier
         return [{"rank": i + 1, "deployment": e.deployment.label(), "chips": e.chips, "batch": e.batch,
-                 "latency/token": f(e.per_token_latency_seconds, "s"), "tokens/s/chip": f"{e.output_tokens_per_s_per_chip:.4g}",
+                 "latency/token": f(e.per_token_latency_seconds, "s"), "tokens/s/chip": units.fmt_number(e.output_tokens_per_s_per_chip, 4),
                  "TTFT": f(e.ttft_seconds, "s"), "memory/chip": f(e.memory.bytes, "B")} for i, e in enumerate(items)]
 
     def __repr__(self) -> str:
@@ -315,10 +316,10 @@ class ServingPlan:
     def _repr_html_(self) -> str:
         rows = self.rows()
         if not rows:
-            return f"<p>{self!r}</p>"
+            return f"<p>{html.escape(str(self))}</p>"
         th = "".join(f"<th>{c}</th>" for c in rows[0])
         body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r.values()) + "</tr>" for r in rows)
-        cap = html.escape(repr(self).splitlines()[0])
+        cap = html.escape(str(self).splitlines()[0])
         return f"<table><caption>{cap}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 

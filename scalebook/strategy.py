@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Mapping, Sequence
 
+from ._readable import Readable
 from . import units
 from .errors import MAX_CHIPS, Error, _show, choose, require_flag
 from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
@@ -59,7 +60,7 @@ def _positive_int(name: str, value: object, maximum: int = MAX_CHIPS) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Strategy:
+class Strategy(Readable):
     """How a training step is split over chips; see the module docstring for each degree.
 
     `microbatch`: sequences per microbatch on each data-parallel replica (None: the whole
@@ -193,7 +194,7 @@ def _check_placement(s: Strategy, placement: Mapping[str, Sequence[str]]) -> dic
 # --- placement ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Placement:
+class Placement(Readable):
     """The sub-axes each group of a strategy runs over, on a topology built from them.
 
     `topology` has one axis per sub-axis used (so `collectives.cost(kind, topology, axes=...)`

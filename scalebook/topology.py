@@ -38,6 +38,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ._readable import Readable
 from . import units
 from ._data import load
 from .errors import Error, _show, require_flag, require_non_negative, require_positive
@@ -117,7 +118,7 @@ def _axis(c: Chip, name: str, size: int, link: str, wraparound: bool, bytes_per_
 
 
 @dataclass(frozen=True)
-class Axis:
+class Axis(Readable):
     """One named mesh axis of a topology and the link that carries it.
 
     `bytes_per_s` is the `W` of chapter 3's collective formulas along this axis, per chip: the
@@ -172,7 +173,7 @@ class Axis:
 
 
 @dataclass(frozen=True)
-class Topology:
+class Topology(Readable):
     """Chips joined along named axes; see the module docstring for what each link means."""
 
     chip: Chip

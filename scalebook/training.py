@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ._readable import Readable
 from . import collectives, step, units
 from ._data import load
 from .errors import Error, require_positive
@@ -67,7 +68,7 @@ def price_per_chip_hour(chip: "str | Chip") -> float | None:
 # --- results ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class StepCollective:
+class StepCollective(Readable):
     """One kind of collective a step runs: `count` times per step, `seconds` each.
 
     `array_bytes` is V in `collectives`' convention (the array whole along `axes`); `per_layer`
@@ -95,7 +96,7 @@ class StepCollective:
 
 
 @dataclass(frozen=True)
-class MemoryPerChip:
+class MemoryPerChip(Readable):
     """Bytes one chip holds during a step, by part (module docstring), against its HBM."""
 
     params_bytes: float
@@ -126,7 +127,7 @@ class MemoryPerChip:
 
 
 @dataclass(frozen=True)
-class TrainingEstimate:
+class TrainingEstimate(Readable):
     """The result of `estimate`: time, memory and utilisation of one training step.
 
     Times are seconds per step on one chip. `compute_seconds` = `matmul_seconds` (FLOPs at the
@@ -250,18 +251,18 @@ class TrainingEstimate:
         f = units.format_quantity
         fit = "fits" if self.fits else "DOES NOT FIT"
         return (f"TrainingEstimate({self.model_name} on {self.chips} {self.chip.name}, {self.strategy.label()}: "
-                f"step {f(self.step_seconds, 's')}, MFU {100 * self.mfu:.1f}%, "
+                f"step {f(self.step_seconds, 's')}, MFU {units.fmt_percent(self.mfu, 1)}, "
                 f"{f(self.tokens_per_s_per_chip, 'token/s')} per chip, memory {f(self.memory.bytes, 'B')} ({fit}))")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
-        rows = [(k, f(v, "s"), f"{100 * v / self.step_seconds:.1f}%") for k, v in self.breakdown().items()]
+        rows = [(k, f(v, "s"), f"{units.fmt_percent(v / self.step_seconds, 1)}") for k, v in self.breakdown().items()]
         body = "".join(f"<tr><td>{a}</td><td style='text-align:right'>{b}</td><td style='text-align:right'>{c}</td>"
                        f"</tr>" for a, b, c in rows)
         mem = "".join(f"<tr><td>{k}</td><td style='text-align:right'>{f(v, 'B')}</td><td></td></tr>"
                       for k, v in self.memory.parts().items() if v)
         cap = (f"{self.model_name} on {self.chips} {self.chip.display_name}, {self.strategy.label()}: step "
-               f"{f(self.step_seconds, 's')}, MFU {100 * self.mfu:.1f}%, memory {f(self.memory.bytes, 'B')} of "
+               f"{f(self.step_seconds, 's')}, MFU {units.fmt_percent(self.mfu, 1)}, memory {f(self.memory.bytes, 'B')} of "
                f"{f(self.memory.hbm_bytes, 'B')}")
         return (f"<table><caption>{cap}</caption><thead><tr><th>part</th><th>seconds</th><th>share</th></tr></thead>"
                 f"<tbody>{body}<tr><th colspan=3 style='text-align:left'>memory per chip</th></tr>{mem}</tbody></table>")

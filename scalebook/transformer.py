@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, choose, require_non_negative, require_positive
 from .errors import require_flag as _require_flag
@@ -97,7 +98,7 @@ def _mlp_biases(model: Transformer, width: int) -> int:
 # --- parameters --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ParamCounts:
+class ParamCounts(Readable):
     """Parameters of a model by part, whole model (Chapter 4). Counts, not bytes.
 
     `embedding_params` = V D (+ learned positions x D); `unembedding_params` = V D, or 0 when
@@ -149,11 +150,11 @@ class ParamCounts:
 
     def _repr_html_(self) -> str:
         total = self.total_params
-        rows = [(k, f"{v:,}", format_count(v), f"{100 * v / total:.1f}%") for k, v in self.parts().items()]
+        rows = [(k, f"{v:,}", format_count(v), f"{units.fmt_percent(v / total, 1)}") for k, v in self.parts().items()]
         rows.append(("<b>total</b>", f"<b>{total:,}</b>", f"<b>{format_count(total)}</b>", "100%"))
         if self.active_params != total:
             rows.append(("active per token", f"{self.active_params:,}", format_count(self.active_params),
-                         f"{100 * self.active_params / total:.1f}%"))
+                         f"{units.fmt_percent(self.active_params / total, 1)}"))
         return _html_table(("part", "params", "", "share"), rows, f"Parameters of {self.model_name}")
 
 
@@ -185,7 +186,7 @@ def params(model: Transformer) -> ParamCounts:
 # --- FLOPs ---------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class FlopsPerToken:
+class FlopsPerToken(Readable):
     """Matmul FLOPs per token of one forward pass, by part (Chapter 4).
 
     `attention_projection_flops` = 2 x attention weights per layer (QKV and O);
@@ -241,12 +242,12 @@ class FlopsPerToken:
         f = units.format_quantity
         return (f"FlopsPerToken({self.model_name}, T={self.seq_len}{', causal' if self.causal else ''}: "
                 f"forward {f(self.forward_flops, 'FLOP')}, training {f(self.training_flops, 'FLOP')}, "
-                f"attention {100 * self.attention_fraction:.1f}%)")
+                f"attention {units.fmt_percent(self.attention_fraction, 1)})")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
         fw = self.forward_flops
-        rows = [(k, f(v, "FLOP"), f"{100 * v / fw:.1f}%") for k, v in self.parts().items()]
+        rows = [(k, f(v, "FLOP"), f"{units.fmt_percent(v / fw, 1)}") for k, v in self.parts().items()]
         rows += [("<b>forward</b>", f"<b>{f(fw, 'FLOP')}</b>", "100%"),
                  ("training (3x)", f(self.training_flops, "FLOP"), "300%")]
         cap = f"FLOPs per token of {self.model_name}, T={self.seq_len}{' (causal)' if self.causal else ''}"
@@ -330,7 +331,7 @@ def attention_crossover_seq_len(model: Transformer, *, causal: bool = False, moe
 
 
 @dataclass(frozen=True)
-class TrainingFlops:
+class TrainingFlops(Readable):
     """FLOPs to train on `tokens` tokens: exact count beside the 6 N D rule (Chapter 4).
 
     `flops` = 3 x forward FLOPs per token x tokens (attention at `seq_len` included);
@@ -351,8 +352,8 @@ class TrainingFlops:
         return self.flops / self.six_nd_flops
 
     def __repr__(self) -> str:
-        return (f"TrainingFlops({self.model_name}, {self.tokens:.3g} tokens at T={self.seq_len}: "
-                f"{self.flops:.3g} FLOPs exact, 6ND = {self.six_nd_flops:.3g} FLOPs, ratio {self.ratio:.3f})")
+        return (f"TrainingFlops({self.model_name}, {units.fmt_count(self.tokens)} tokens at T={self.seq_len}: "
+                f"{units.fmt_count(self.flops)} FLOPs exact, 6ND = {units.fmt_count(self.six_nd_flops)} FLOPs, ratio {self.ratio:.3f})")
 
 
 def training_flops(model: Transformer, *, tokens: float, seq_len: int = 0, causal: bool = True) -> TrainingFlops:
@@ -373,7 +374,7 @@ def training_flops(model: Transformer, *, tokens: float, seq_len: int = 0, causa
 # --- memory: parameters, gradients, optimizer state ---------------------------------------------
 
 @dataclass(frozen=True)
-class TrainingMemory:
+class TrainingMemory(Readable):
     """Bytes of the training state, whole model (Chapter 4). Activations are separate.
 
     params x (param dtype + grad dtype + Adam first moment + second moment + master copy).
@@ -460,7 +461,7 @@ class SavedTensor:
 
 
 @dataclass(frozen=True)
-class ActivationMemory:
+class ActivationMemory(Readable):
     """Activations a layer keeps for the backward pass under a remat policy (Chapter 4).
 
     Policies (what each layer saves; everything else is recomputed in the backward pass):
@@ -633,7 +634,7 @@ def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: s
 # --- KV cache ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class KVCache:
+class KVCache(Readable):
     """Bytes of the KV cache (Chapter 4).
 
     Per token per layer: 2 K H elements (keys and values of the K kv heads); MLA caches the
@@ -694,7 +695,7 @@ def _require_standard_attention(model: Transformer, what: str) -> None:
 
 
 @dataclass(frozen=True)
-class AttentionIntensity:
+class AttentionIntensity(Readable):
     """FLOPs and HBM bytes of one layer's dot-product attention (QK^T, softmax, AV) (Chapter 4).
 
     Projections are not included: they are ordinary weight matmuls (Chapter 1's critical batch).
@@ -718,7 +719,7 @@ class AttentionIntensity:
         f = units.format_quantity
         return (f"AttentionIntensity({self.model_name}, {self.phase}, B={self.batch}, T={self.seq_len}: "
                 f"{f(self.flops, 'FLOP')} over {f(self.hbm_bytes, 'B')}, "
-                f"{self.intensity_flops_per_byte:.3g} FLOP/B)")
+                f"{units.fmt_number(self.intensity_flops_per_byte)} FLOP/B)")
 
 
 def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, phase: str = "prefill",
@@ -771,7 +772,7 @@ def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, pha
 # --- FlashAttention: forward, backward, recomputation ------------------------------------------
 
 @dataclass(frozen=True)
-class FlashAttentionCost:
+class FlashAttentionCost(Readable):
     """Matmul FLOPs and least HBM bytes of one layer's attention, forward and backward (Chapter 4).
 
     Forward: S = Q K^T, P = softmax(S), O = P V; it keeps O and the log-sum-exp l (fp32, one per
@@ -861,7 +862,7 @@ def flash_attention_cost(model: Transformer, *, batch: int, seq_len: int, causal
 # --- MFU from reported chip-hours --------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ReportedMfu:
+class ReportedMfu(Readable):
     """MFU implied by a run's reported chip-hours (Chapter 4).
 
     `mfu` = model FLOPs / (chip-hours x 3600 x peak); `model_flops` is 3 x forward per token x
@@ -890,9 +891,9 @@ class ReportedMfu:
         return self.six_nd_flops / self.available_flops
 
     def __repr__(self) -> str:
-        return (f"ReportedMfu({self.model_name} on {self.chip}: {self.tokens:.3g} tokens in "
-                f"{self.chip_hours:.3g} chip-hours: MFU {100 * self.mfu:.1f}% "
-                f"(6ND: {100 * self.six_nd_mfu:.1f}%))")
+        return (f"ReportedMfu({self.model_name} on {self.chip}: {units.fmt_count(self.tokens)} tokens in "
+                f"{units.fmt_number(self.chip_hours)} chip-hours: MFU {units.fmt_percent(self.mfu, 1)} "
+                f"(6ND: {units.fmt_percent(self.six_nd_mfu, 1)}))")
 
 
 def mfu_from_chip_hours(model: Transformer, *, tokens: float, chip_hours: float, chip: str,

@@ -46,7 +46,7 @@ def _text(r: roofline.Roofline, head: str) -> str:
         f"  memory time        {f(r.memory_seconds, 's')}  (at {f(r.hbm_bytes_per_s, 'B/s')})",
         f"  bound              {r.bound}",
         f"  time               {f(r.lower_seconds, 's')} overlapped, {f(r.upper_seconds, 's')} serial",
-        f"  intensity          {r.intensity_flops_per_byte:.4g} FLOP/B (critical {r.critical_intensity_flops_per_byte:.4g})",
+        f"  intensity          {units.fmt_number(r.intensity_flops_per_byte, 4)} FLOP/B (critical {units.fmt_number(r.critical_intensity_flops_per_byte, 4)})",
     ])
 
 

@@ -98,6 +98,8 @@ class CheckResult:
     def _repr_html_(self) -> str:
         color = {"correct": "#1a7f37", "close": "#9a6700", "wrong": "#cf222e", "missing": "#57606a"}[self.status]
         message = re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(self.message))
+        # an answer written as it is typed ('5e11', '$2.232e7') shows as code, not as prose
+        message = re.sub(r"(?<![\w.>])\$?-?\d+(?:\.\d+)?e-?\d+(?![\w.])", r"<code>\g<0></code>", message)
         return (f"<div style='border-left:4px solid {color};padding:2px 8px'>"
                 f"<b style='color:{color}'>{self.id} {self.status}</b>: {message}</div>")
 

@@ -180,7 +180,7 @@ def read_answer(value: object, unit: str) -> float:
 
 
 def number(x: float, digits: int = 4) -> str:
-    """A number as a reader writes it: '24650', '7.6', '0.0076', '1.2e9' (no '+', no padded exponent).
+    """A number as a reader writes it: `'24650'`, `'7.6'`, `'0.0076'`, `'1.2e9'` (no '+', no padded exponent).
 
     At most `digits` significant digits below 1000; whole numbers up to ten million in full; others
     as a mantissa and a power of ten.
