@@ -13,7 +13,7 @@ import numbers
 import re
 
 from .errors import Error, _show
-from .errors import integer as _integer, number as _number, text as _text
+from .errors import integer as _integer, number as _number, require_flag as _require_flag, text as _text
 
 #: Bytes per element of each dtype the package knows. int4/fp4 pack two values per byte.
 DTYPE_BYTES: dict[str, float] = {
@@ -181,12 +181,10 @@ def scientific(value: float, digits: int = 3) -> str:
 
     `scientific(6.35e24) == '6.35 × 10²⁴'`, `scientific(1e-5) == '1 × 10⁻⁵'`: the exponent in
     superscript digits, trailing zeros of the mantissa dropped; never the `'6.35e+24'` of code.
-    Zero prints as '0'; infinities and NaN as Python prints them.
+    Zero prints as '0'; an infinity, NaN or a magnitude above 10³⁰ is refused (`Error`).
     """
-    value = _number("value", value) if not (isinstance(value, float) and not math.isfinite(value)) else value
+    value = _number("value", value)
     digits = _integer("digits", digits)
-    if not math.isfinite(value):
-        return str(value)
     if value == 0:
         return "0"
     mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
@@ -258,10 +256,11 @@ def prose_numbers(text: str) -> str:
 
 
 def _not_finite(value) -> "str | None":
-    """'n/a' for None or NaN, '∞' or '-∞' for an infinity, None for anything else."""
+    """'n/a' for None or NaN, '∞' or '-∞' for an infinity (an intensity with no bytes moved), None for
+    anything else (a magnitude above 10³⁰ is then refused by `_number`)."""
     if value is None:
         return "n/a"
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, int)):
         v = float(value)
         if math.isnan(v):
             return "n/a"
@@ -321,6 +320,7 @@ def fmt_percent(fraction: float, decimals: int = 1, signed: bool = False) -> str
         return _not_finite(fraction) + ("%" if _not_finite(fraction) != "n/a" else "")
     fraction = _number("fraction", fraction)
     decimals = _integer("decimals", decimals, minimum=0)
+    signed = _require_flag("signed", signed)
     sign = ("+" if fraction > 0 else "-" if fraction < 0 else "") if signed else ("-" if fraction < 0 else "")
     if fraction == 0:
         return "0%"

@@ -166,7 +166,7 @@ def _good() -> dict:
 #: Where a parameter name means different things in different functions.
 GOOD_FOR = {
     "units.parse_quantity": {"value": "1 GB"}, "units.parse_unit": {"text": "GB"},
-    "units.format_quantity": {"unit": "B"}, "hardware.chip": {"name": "h100"},
+    "units.format_quantity": {"unit": "B"}, "units.fmt_percent": {"fraction": 0.0072}, "hardware.chip": {"name": "h100"},
     "hardware.spec_row": {"c": "h100"}, "hardware.microarchitecture": {"name": "tpu-v5e"},
     "models.preset": {"name": "llama3-8b"}, "models.reported_training": {"name": "llama3-405b"},
     "models.from_spec": {"spec": "layers=2,d_model=64,heads=4,d_ff=256,vocab=1000"},
@@ -269,6 +269,10 @@ VALID_HERE = {("units.format_quantity", "value", "None"): "None formats as 'n/a'
               ("notebook.fmt", "value", "nan"): "NaN formats as 'n/a'",
               ("units.fmt_seconds", "value", "nan"): "NaN formats as 'n/a'",
               ("units.fmt_bytes", "value", "nan"): "NaN formats as 'n/a'",
+              **{(f"units.{f}", a, v): f"{v} formats as 'n/a'" for f, a in (("fmt_number", "value"), ("fmt_count", "value"),
+                                                                          ("fmt_percent", "fraction")) for v in ("None", "nan")},
+              **{(f"units.{f}", a, v): "an infinity prints as '∞' (an intensity when no bytes move)"
+                 for f, a in (("fmt_number", "value"), ("fmt_count", "value"), ("fmt_percent", "fraction")) for v in ("inf", "-inf")},
               ("inference_prose.speculation_break_even", "batch", "None"): "None: speculation never breaks even"}
 
 #: Names of real-valued arguments that are quantities (never below zero); others (x, value, new) may be.
