@@ -50,6 +50,12 @@ HAND = {
     # AllGather of W (V = D F 2) and ReduceScatter of Out (V = B F 2) over the same axes: the same hops,
     # so the same latency, and equal bytes at B = D
     "3.18": 8192,
+    # 3.1 reversed: 8 hops x 1 us + V (15/16) / 90 GB/s = 100 us on the wraparound axis of 16, so
+    # V = 92 us x 90 GB/s x 16/15, in MB
+    "3.19": 92e-6 * 90e9 * 16 / 15 / 1e6,
+    # 1e9 x 2 B of gradients. X (8, a line): 7 + 7 hops + 2 V (7/8) / 45 GB/s = 77.8 ms; Y (16, a ring):
+    # 8 + 8 hops + 2 V (15/16) / 90 GB/s = 41.7 ms; the longer axis wins, in ms
+    "3.20": min(14e-6 + 2 * 2e9 * 7 / 8 / 45e9, 16e-6 + 2 * 2e9 * 15 / 16 / 90e9) * 1e3,
 }
 
 IDS = sorted(HAND, key=lambda s: int(s.split(".")[1]))
@@ -107,6 +113,10 @@ def test_problem_specific_slips():
     # as a ring: 4 hops x 1 us x 90 GB/s x 8/7
     assert "no wraparound" in check("3.3", 4 * 1e-6 * 90e9 * 8 / 7 / 1e3).message
     assert "more weight per chip" in check("3.17", HAND["3.17"] * 12 / 7).message
+    # 3.19 without the hops' latency: 100 us x 90 GB/s x 16/15
+    assert "latency comes off" in check("3.19", 100e-6 * 90e9 * 16 / 15 / 1e6).message
+    # 3.20 on the axis of 8: 7 + 7 hops + 2 x 2 GB x 7/8 / 45 GB/s
+    assert "axis of 8" in check("3.20", (14e-6 + 2 * 2e9 * 7 / 8 / 45e9) * 1e3).message
 
 
 def test_the_fastest_layout_is_the_reduce_scatter():
@@ -116,6 +126,23 @@ def test_the_fastest_layout_is_the_reduce_scatter():
     times = [sharding.plan(o, mesh={"X": 4, "Y": 2}, dims={"B": 256, "D": 8192, "F": 16384}, chip="tpu-v5e").seconds
              for o in MIN_LATENCY_OPTIONS]
     assert min(times) == times[2] and sorted(times)[1] > 1.1 * times[2]  # a clear choice
+
+
+def test_the_longer_axis_reduces_faster():
+    # 3.20's point: the 16-chip axis wraps around, the 8-chip one does not, so the longer axis is faster
+    from scalebook import collectives, topology
+
+    t = topology.slice("tpu-v5e", "8x16")
+    x, y = (collectives.all_reduce(t, axes=a, bytes_=2e9).seconds for a in "XY")
+    assert t.axis("X").size == 8 and t.axis("Y").size == 16 and y < x
+
+
+def test_a_budget_below_the_latency_is_refused():
+    import pytest as _pytest
+
+    p = get("3.19")
+    with _pytest.raises(Exception, match="latency"):
+        p.solve(**{**p.inputs, "seconds": 5e-6})
 
 
 def test_answers_with_units_are_parsed():

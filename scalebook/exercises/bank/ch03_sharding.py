@@ -206,3 +206,30 @@ def weights_or_activations(chip_name, mesh, d_model, d_ff, dtype, gather, reduce
     b0 = 1024
     k = (comm(reduce, 2 * b0) - comm(reduce, b0)) / b0
     return round(b0 + (comm(gather, b0) - comm(reduce, b0)) / k)
+
+
+@problem("3.19", title="The largest array a time budget gathers", unit="MB", chip_name="tpu-v5e", shape="16x16",
+         axis="X", seconds=100e-6,
+         slips={100 / 92: "that spends the whole budget on bytes: the hops' latency comes off the budget first"},
+         hint="additive form: hops x 1 us + V (N - 1) / (N W) <= budget, so V = (budget - hops x 1 us) N W / (N - 1)")
+def largest_gather_in_budget(chip_name, shape, axis, seconds):
+    # the reverse of 3.1: the AllGather's time is latency + V x (time per byte); solve it for V
+    topo = topology.slice(chip_name, shape)
+    per_byte = collectives.all_gather(topo, axes=axis, bytes_=1.0)  # 1 byte: the bandwidth time per byte
+    room = seconds - per_byte.latency_seconds
+    if room <= 0:
+        raise ValueError("the budget must exceed the hops' latency for any array to fit")
+    return room / per_byte.bandwidth_seconds / 1e6
+
+
+@problem("3.20", title="Which axis for the gradient AllReduce?", unit="ms", chip_name="tpu-v5e", shape="8x16",
+         params=1e9, dtype="bf16", axes=("X", "Y"),
+         slips={(2 * 2e9 * 7 / 8 / 45e9 + 14e-6) / (2 * 2e9 * 15 / 16 / 90e9 + 16e-6):
+                "that is the axis of 8: it has no wraparound, so it runs at the one-way W over N - 1 hops; the "
+                "longer axis wraps and is faster"},
+         hint="price the AllReduce 2 V (N - 1) / (N W) on each axis: X (8, a line, one-way W) and Y (16, a ring, "
+              "bidirectional W); keep the faster")
+def gradient_allreduce_axis(chip_name, shape, params, dtype, axes):
+    topo = topology.slice(chip_name, shape)
+    v = params * units.dtype_bytes(dtype)
+    return min(collectives.all_reduce(topo, axes=a, bytes_=v).seconds for a in axes) / _MS
