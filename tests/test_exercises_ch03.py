@@ -14,8 +14,8 @@ HAND = {
     "3.2": (16 * 1e-6 + 2 * 0.5e9 * 2 * 15 / 16 / 90e9) * 1e3,  # 8 hops each for RS and AG
     # axis of 8 without a wraparound: 7 hops x 1 us = V (7/8) / 45 GB/s (one way), in kB
     "3.3": 7 * 1e-6 * 45e9 * 8 / 7 / 1e3,
-    # 2BDF / (N peak) = 2 (2BF) (N - 1) / (N W)  ->  D* = 2 (N - 1) peak / W = 2 x 15 x 197e12 / 90e9
-    "3.4": 2 * 15 * 197e12 / 90e9,
+    # 2BDF / (N C) = 2 (2BF) (N - 1) / (N W)  ->  W = 2 (N - 1) C / D = 2 x 15 x 197e12 / 8192, in GB/s
+    "3.4": 2 * 15 * 197e12 / 8192 / 1e9,
     # 2 GB / (4 x 90 GB/s), in ms (16 is even: exactly a quarter crosses the cut)
     "3.5": (8 * 1e-6 + 2e9 / (4 * 90e9)) * 1e3,  # 8 hops
     # 4096 x 16384 x 2 B over two wraparound axes of 256 chips: V (255/256) / (90 + 90 GB/s), in us
@@ -32,8 +32,9 @@ HAND = {
     "3.11": 3 + 7,
     # one AllGather over X and Y (256 chips, 90 + 90 GB/s) of 8192 x 32768 x 2 B, in ms
     "3.12": (16 * 1e-6 + 8192 * 32768 * 2 * 255 / 256 / 180e9) * 1e3,  # 8 + 8 hops
-    # dense 256 MB / (4 x 90 GB/s), times 3 of 15 destinations, in us
-    "3.13": (8 * 1e-6 + 256e6 / (4 * 90e9) * 3 / 15) * 1e6,  # the dense exchange's 8 hops
+    # dense 256 MB / (4 x 90 GB/s) = 711 us; k of 15 destinations carry k/15 of it, plus 8 hops of 1 us:
+    # 8 + 47.4 k <= 250 us  ->  k <= 5.1, so 5 destinations
+    "3.13": int((250e-6 - 8e-6) / (256e6 / (4 * 90e9) / 15)),
     # option C: local matmul 256 x 2048 x 8192 at its roofline (compute 2 x 256 x 2048 x 8192 / 197e12;
     # HBM (256 x 2048 + 2048 x 8192 + 256 x 8192) x 2 B / 820e9 is larger), then ReduceScatter over X (no
     # wraparound) of Out's partial [256, 8192] bf16: 3 hops x 1 us + V (3/4) / 45 GB/s
@@ -104,11 +105,13 @@ def test_factor_eight_slip(pid):
 
 def test_problem_specific_slips():
     assert "quarter" in check("3.5", 4 * HAND["3.5"]).message
+    # 3.4 by the large-N rule: 2 N C / D = 2 x 16 x 197e12 / 8192
+    assert "large-N" in check("3.4", 2 * 16 * 197e12 / 8192 / 1e9).message
     assert "(N - 1)/N" in check("3.8", HAND["3.8"] * 4 / 3).message
     assert "(N - 1)/N" in check("3.7", HAND["3.7"] * 8 / 7).message
     assert "total" in check("3.1", 16 * HAND["3.1"]).message
     assert "plain AllGather over X" in check("3.12", HAND["3.12"] * 480 / 255).message
-    assert "3/15" in check("3.13", 5 * HAND["3.13"]).message
+    assert "round down" in check("3.13", HAND["3.13"] + 1).message
     assert "reduces C" in check("3.16", 128 * 1024 * 4 / 2 / 1e3).message
     # as a ring: 4 hops x 1 us x 90 GB/s x 8/7
     assert "no wraparound" in check("3.3", 4 * 1e-6 * 90e9 * 8 / 7 / 1e3).message
@@ -135,6 +138,11 @@ def test_the_longer_axis_reduces_faster():
     t = topology.slice("tpu-v5e", "8x16")
     x, y = (collectives.all_reduce(t, axes=a, bytes_=2e9).seconds for a in "XY")
     assert t.axis("X").size == 8 and t.axis("Y").size == 16 and y < x
+
+
+def test_the_sparse_alltoall_key_is_a_whole_count():
+    p = get("3.13")
+    assert isinstance(p.solve(**p.inputs), int)
 
 
 def test_a_budget_below_the_latency_is_refused():

@@ -37,18 +37,19 @@ def latency_crossover(chip_name, shape, axis):
     return one.latency_seconds / one.bandwidth_seconds / 1e3
 
 
-@problem("3.4", title="When a contracting-dim AllReduce hides behind compute", unit="",
-         chip_name="tpu-v5e", shape="16x16", axis="X", batch=8192, d_ff=8192, dtype="bf16",
-         slips={2: "off by 2: count 2 FLOPs per multiply-add and the AllReduce as 2V / W"},
-         hint="compute 2BDF / (N x peak) against AllReduce 2 (2BF bytes) (N - 1) / (N W); B and F cancel")
-def comm_compute_balance(chip_name, shape, axis, batch, d_ff, dtype):
+@problem("3.4", title="The link a model width needs to hide its AllReduce", unit="GB/s",
+         chip_name="tpu-v5e", shape="16x16", axis="X", d_model=8192, dtype="bf16",
+         slips={2: "off by 2: count 2 FLOPs per multiply-add and the AllReduce as 2V / W",
+                16 / 15: "that is the large-N rule 2 N C / D; the statement asks for the exact 2 (N - 1) C / D"},
+         hint="compute 2BDF / (N C) against AllReduce 2 (2BF bytes) (N - 1) / (N W); B and F cancel: W = 2 (N - 1) C / D")
+def link_to_hide_allreduce(chip_name, shape, axis, d_model, dtype):
+    # the chapter's threshold D > 2 N C / W turned round: the W at which a given D just hides the AllReduce.
+    # Priced at the slice's own W (any B, F: they cancel), then scaled: the needed W is W x comm / compute.
     topo = topology.slice(chip_name, shape)
-    n = topo.axis(axis).size
-    # the bandwidth term: at these sizes the hops' latency is negligible, and B and F cancel only in it
-    comm = collectives.all_reduce(topo, axes=axis, bytes_=batch * d_ff * units.dtype_bytes(dtype)).bandwidth_seconds
-    peak = chip(chip_name).peak_flops_per_s(dtype)
-    # compute(D) = 2 * batch * D * d_ff / (n * peak) equals comm at:
-    return comm * n * peak / (2 * batch * d_ff)
+    n, b, f = topo.axis(axis).size, 4096, 4096
+    comm = collectives.all_reduce(topo, axes=axis, bytes_=b * f * units.dtype_bytes(dtype)).bandwidth_seconds
+    compute = 2 * b * d_model * f / (n * chip(chip_name).peak_flops_per_s(dtype))
+    return topo.axis(axis).bytes_per_s * comm / compute / 1e9
 
 
 @problem("3.5", title="Routing tokens with an AllToAll", unit="ms", chips=16,
@@ -124,13 +125,19 @@ def idle_axis_gather(chip_name, shape, d_model, d_ff, dtype, axis, idle):
     return collectives.with_idle_axes("all-gather", topo, axes=axis, idle=idle, bytes_=v).seconds / _MS
 
 
-@problem("3.13", title="An AllToAll with few destinations", unit="us", chip_name="tpu-v5e", shape="16x16",
-         axis="X", bytes_=256e6, destinations=3,
-         slips={5: "off by 5: each chip sends to 3 of its 15 peers, so the links carry 3/15 of the dense traffic"},
-         hint="dense AllToAll V / (4 W) on a ring with a wraparound, times destinations / (N - 1)")
-def sparse_alltoall(chip_name, shape, axis, bytes_, destinations):
+@problem("3.13", title="How sparse an AllToAll must be", unit="", rel_tol=1e-9, chip_name="tpu-v5e",
+         shape="16x16", axis="X", bytes_=256e6, seconds=250e-6,
+         slips={6 / 5: "round down: one destination more overruns the budget"},
+         hint="a sparse AllToAll with k of the N - 1 destinations carries k / (N - 1) of the dense V / (4 W); "
+              "the hops' latency stays: the largest whole k with latency + k V / (4 W (N - 1)) <= budget")
+def sparse_alltoall_budget(chip_name, shape, axis, bytes_, seconds):
+    # the chapter's sparse AllToAll turned round: the most destinations per sender that fit the time
     topo = topology.slice(chip_name, shape)
-    return collectives.sparse_all_to_all(topo, axes=axis, bytes_=bytes_, destinations=destinations).seconds / _US
+    fits = [k for k in range(1, topo.axis(axis).size)
+            if collectives.sparse_all_to_all(topo, axes=axis, bytes_=bytes_, destinations=k).seconds <= seconds]
+    if not fits:
+        raise ValueError("the budget is too short for even one destination per sender")
+    return max(fits)
 
 
 MIN_LATENCY_OPTIONS = ("In[B, D_X] @ W[D_X, F_Y] -> Out[B, F_Y]",
