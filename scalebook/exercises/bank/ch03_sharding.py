@@ -114,15 +114,22 @@ def hops_to_chip(chip_name, shape, src, dst):
     return topology.hops(topology.slice(chip_name, shape), src, dst)
 
 
-@problem("3.12", title="Borrowing an idle axis", unit="ms", chip_name="tpu-v5e", shape="16x16",
-         d_model=8192, d_ff=32768, dtype="bf16", axis="X", idle="Y",
-         slips={480 / 255: "that is the plain AllGather over X alone: the copies along Y can each "
-                                      "take a different slice first, then gather over both axes"},
-         hint="slice the copies along Y for free, then one AllGather over X and Y: V (N - 1) / (N (W_X + W_Y))")
-def idle_axis_gather(chip_name, shape, d_model, d_ff, dtype, axis, idle):
-    v = d_model * d_ff * units.dtype_bytes(dtype)
+@problem("3.12", title="When borrowing an idle axis pays", unit="MB", chip_name="tpu-v5e", shape="16x16",
+         axis="X", idle="Y",
+         slips={2: "off by 2: over both axes the bytes move at W_X + W_Y = 2 W, and the hops double"},
+         hint="plain: hops_X x 1 us + V (15/16) / W; borrowed: (hops_X + hops_Y) x 1 us + V (255/256) / (2 W); "
+              "equal where the extra hops' latency equals the bandwidth time saved")
+def idle_axis_crossover(chip_name, shape, axis, idle):
+    # both times are linear in V (latency + V x time per byte); the crossover is where the lines meet
     topo = topology.slice(chip_name, shape)
-    return collectives.with_idle_axes("all-gather", topo, axes=axis, idle=idle, bytes_=v).seconds / _MS
+
+    def times(v):
+        staged = collectives.with_idle_axes("all-gather", topo, axes=axis, idle=idle, bytes_=v)
+        return staged.plain.seconds, staged.seconds
+
+    (p1, s1), (p2, s2) = times(1e6), times(2e6)
+    slope_plain, slope_staged = (p2 - p1) / 1e6, (s2 - s1) / 1e6
+    return (1e6 + (s1 - p1) / (slope_plain - slope_staged)) / 1e6
 
 
 @problem("3.13", title="How sparse an AllToAll must be", unit="", rel_tol=1e-9, chip_name="tpu-v5e",
