@@ -84,12 +84,19 @@ def reshard_bytes(chip_name, shape, axis, rows, cols, dtype):
     return collectives.all_to_all(_slice(chip_name, shape), axes=axis, bytes_=v).bytes_per_device / 1e6
 
 
-@problem("10.6", title="Width that hides the sends", unit="", chip_name="tpu-v5p", shape="8x8x8", axis="X",
-         dtype="bf16",
-         slips={2.0: "both ways, two blocks arrive per step, so a step has twice the matmul work to hide its "
-                     "send behind: the width halves"})
-def hiding_width_v5p(chip_name, shape, axis, dtype):
-    return jc.hiding_width(_slice(chip_name, shape), axis=axis, dtype=dtype, bidirectional=True)
+@problem("10.6", title="How many chips before the sends show", unit="chip", rel_tol=1e-9, chip_name="tpu-v5p",
+         shapes=("4x4x4", "8x8x8", "16x16x16"), axis="X", k=32768, dtype="bf16",
+         slips={2.0: "a ring twice too large leaves K / N below the hiding width C / W, and the sends set the pace; "
+                     "one half as large is the one-way ring's limit: both ways, two blocks arrive per step and "
+                     "the width halves"})
+def largest_hiding_group(chip_name, shapes, axis, k, dtype):
+    # chapter 10's hiding width turned round: the largest ring (among the slices' axes) with K / N >= the width
+    fits = [topology.slice(chip_name, s).axis(axis).size for s in shapes
+            if k / topology.slice(chip_name, s).axis(axis).size
+            >= jc.hiding_width(_slice(chip_name, s), axis=axis, dtype=dtype, bidirectional=True)]
+    if not fits:
+        raise ValueError("no listed axis is small enough for its sends to hide")
+    return max(fits)
 
 
 _CM = dict(I=16384, J=8192, K=32768)
