@@ -65,8 +65,10 @@ HAND = {
     "10.11": (3.5 * (1e9 / 8) / V5P_ONE_WAY + 4 * HOP) * 1e3,
     # 10.12: 7 running sums of (4096 / 8) x 8192 bf16 values. In MB.
     "10.12": 7 * (4096 / 8) * 8192 * 2 / 1e6,
-    # 10.13: sequential / overlapped.
-    "10.13": (4 * _S13 + 8 * _B13) / (max(_S13, _B13) + 3 * max(_S13, 2 * _B13) + _B13),
+    # 10.13: sequential / overlapped = (4 s + 8 b) / (max(s, b) + 3 max(s, 2 b) + b), s a block's send, b its
+    # matmul (b grows with K). For b <= s/2: (4 s + 8 b) / (4 s + b), rising; for s/2 <= b <= s:
+    # (4 s + 8 b) / (s + 7 b), falling (8 (s + 7 b) - 7 (4 s + 8 b) = -20 s). The peak, at b = s/2: 8 / 4.5.
+    "10.13": (4 + 8 * 0.5) / (4 + 0.5),
     # 10.14: 8 H100s behind NVSwitches, a ring both ways: 4 steps of one hop, but each GPU still sends 7
     # blocks of 256 MB / 8 through its own 450 GB/s. In us.
     "10.14": (7 * (256e6 / 8) / H100_NVLINK + 4 * HOP) * 1e6,
