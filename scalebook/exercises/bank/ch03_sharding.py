@@ -1,6 +1,8 @@
 """Problems of chapter 3 (Sharded matrices and collectives): keys from `collectives` and `topology`."""
 from __future__ import annotations
 
+import math
+
 from ... import collectives, sharding, topology, units
 from ...hardware import chip
 from ..problem import problem
@@ -191,21 +193,29 @@ def _mlp_weight_bytes_per_chip(specs, mesh, dims, dtype) -> float:
                for s in specs)
 
 
-@problem("3.17", title="An MLP under a memory cap", unit="us", chip_name="tpu-v5e", mesh={"X": 4, "Y": 2},
-         dims={"B": 4096, "D": 4096, "F": 16384}, dtype="bf16", cap_bytes=50e6, layouts=MLP_LAYOUTS,
-         slips={2: "off by 2: that layout AllReduces the output; a ReduceScatter onto the batch sends half",
-                12 / 7: "that layout keeps more weight per chip than the cap allows: cutting F over X alone "
-                        "leaves a quarter of both weights on each chip"},
-         hint="keep the layouts whose two weights fit under the cap, price their collectives with sharding.plan, "
-              "take the smallest")
-def memory_capped_mlp(chip_name, mesh, dims, dtype, cap_bytes, layouts):
+@problem("3.17", title="The largest batch an MLP's collectives allow", unit="token", rel_tol=1e-9,
+         chip_name="tpu-v5e", mesh={"X": 4, "Y": 2}, dims={"D": 4096, "F": 16384}, dtype="bf16", cap_bytes=50e6,
+         seconds=100e-6, layouts=MLP_LAYOUTS,
+         slips={2: "off by 2: that layout AllReduces the output; a ReduceScatter onto the batch sends half"},
+         hint="keep the layouts whose two weights fit under the cap; each one's collectives take latency + k B; "
+              "the largest B, a multiple of the 8 chips, with latency + k B <= the budget, over the layouts that fit")
+def memory_capped_mlp_batch(chip_name, mesh, dims, dtype, cap_bytes, seconds, layouts):
+    # the chapter's memory-capped MLP turned round: given a time budget for its collectives, the largest batch
     best = None
     for specs in layouts.values():
-        if _mlp_weight_bytes_per_chip(specs, mesh, dims, dtype) > cap_bytes:
-            continue
-        t = sum(sharding.plan(s, mesh=mesh, dims=dims, chip=chip_name, dtype=dtype).comm_seconds for s in specs)
-        best = t if best is None else min(best, t)
-    return best / _US
+        if _mlp_weight_bytes_per_chip(specs, mesh, {**dims, "B": 1}, dtype) > cap_bytes:
+            continue  # the weights do not depend on the batch
+
+        def comm(b, specs=specs):
+            return sum(sharding.plan(s, mesh=mesh, dims={**dims, "B": b}, chip=chip_name, dtype=dtype).comm_seconds
+                       for s in specs)
+        per_token = (comm(2048) - comm(1024)) / 1024  # the collectives are latency + per_token x B
+        n = math.prod(mesh.values())  # the batch is a whole multiple of the chips (it may end up cut over all)
+        b_max = n * math.floor((seconds - (comm(1024) - 1024 * per_token)) / per_token / n + 1e-9)
+        best = b_max if best is None else max(best, b_max)
+    if best is None or best < 1:
+        raise ValueError("no layout fits the cap with a batch of one token within the time")
+    return best
 
 
 @problem("3.18", title="When to move weights instead of activations", unit="token", rel_tol=1e-9,
