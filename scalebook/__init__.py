@@ -31,6 +31,7 @@ _LAZY += ("jax_collectives",)  # chapter 10
 _LAZY += ("memory_levels", "gpu_network")  # chapter 2b
 _LAZY += ("published", "efficiency")  # chapter 6: validation against published runs; shape-aware matmul efficiency
 _LAZY += ("rules_of_thumb",)  # the original book's approximations, beside the exact forms
+_LAZY += ("interactive",)  # the site's interactive figures, live in Jupyter and Colab
 
 __all__ = [
     "Error", "Chip", "chip", "chip_names", "chips", "format_quantity", "parse_quantity",
@@ -40,7 +41,7 @@ __all__ = [
 
 # Optional dependencies and the extra (pyproject.toml) that installs each.
 _EXTRAS = {"jax": "jax", "jaxlib": "jax", "matplotlib": "plot", "nbclient": "grade", "nbformat": "grade",
-           "jupytext": "grade", "ipykernel": "grade"}
+           "jupytext": "grade", "ipykernel": "grade", "altair": "interactive", "ipywidgets": "interactive"}
 
 
 class _ExtraHint(importlib.abc.MetaPathFinder):

@@ -21,7 +21,7 @@ COMMAND_MODULES = ("specs", "roofline", "measure", "grade", "models", "model", "
 
 
 class _Parser(argparse.ArgumentParser):
-    """One-line errors, and '-1e12' read as a (negative) number, not as an unknown option."""
+    """One-line errors, and `'-1e12'` read as a (negative) number, not as an unknown option."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("epilog", NUMBERS_HELP)  # every command's --help says how numbers are read
@@ -57,6 +57,8 @@ def emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
     """A plain-text table with a header, columns padded to fit."""
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, dict) for r in rows):
+        raise Error(f"rows must be a list of dicts (column -> value), got {type(rows).__name__}")
     if not rows:
         return "(nothing)"
     cols = list(rows[0])
@@ -83,7 +85,10 @@ def number_arg(unit: str = "", *, whole: bool = False, low: float = 0.0, low_inc
     with `units.parse_quantity` and divided by `scale` (so `--latency-ms` reads '5 ms' or 5).
     The value must be > `low` (>= with `low_inclusive`), <= `high` if given, finite, and a whole
     number with `whole` (returned as int). Errors name the flag's expectation in one line.
+    Sizes a model can mean: a nonzero value lies between 1e-30 and 1e30 in magnitude, a whole number
+    is at most 10**15 (`errors.MAX_TOKENS`; chips, batches and lengths are far below it).
     """
+    from .errors import MAX_NUMBER, MAX_TOKENS, MIN_POSITIVE
     from . import units
 
     kind = f"{'whole ' if whole else ''}number"
@@ -95,6 +100,8 @@ def number_arg(unit: str = "", *, whole: bool = False, low: float = 0.0, low_inc
         bound += f"{' and' if bound else ''} <= {high:g}"
     expect = words or (f"a {kind}{bound}"
                        + (f" (or a quantity in {unit}, e.g. '2 G{unit}')" if unit else ""))
+    cap = MAX_TOKENS if whole else MAX_NUMBER
+    expect += (f", at most {cap:.0e}" + ("" if whole else f" and, unless 0, at least {MIN_POSITIVE:.0e} in size")).replace("e+", "e")
 
     def parse(text: str) -> Any:
         """Read a command-line value; refuse one outside the range `number_arg` was given."""
@@ -102,6 +109,8 @@ def number_arg(unit: str = "", *, whole: bool = False, low: float = 0.0, low_inc
             # ArgumentTypeError keeps this message; argparse would replace a ValueError's.
             return argparse.ArgumentTypeError(f"expected {expect}, got {text!r}")
 
+        if not isinstance(text, str):
+            raise Error(f"text must be the command-line string to read, got {type(text).__name__}")
         t = text.strip()
         if "," in t or "_" in t:
             raise refuse()
@@ -116,6 +125,7 @@ def number_arg(unit: str = "", *, whole: bool = False, low: float = 0.0, low_inc
                 raise refuse() from None
         ok = value == value and abs(value) != float("inf")
         ok = ok and (value >= low if low_inclusive else value > low) and (high is None or value <= high)
+        ok = ok and abs(value) <= cap and (whole or value == 0 or abs(value) >= MIN_POSITIVE)
         if not ok or (whole and not float(value).is_integer()):
             raise refuse()
         return int(value) if whole else value
@@ -141,6 +151,8 @@ def axes_arg(p: argparse.ArgumentParser, help: str) -> None:
 
 def flatten_axes(values: Sequence[str]) -> list[str]:
     """Split comma-separated entries: ['X,Y', 'Z'] -> ['X', 'Y', 'Z']; empty pieces are refused."""
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        raise Error(f"values must be a list of axis names, got {type(values).__name__}")
     out = []
     for v in values:
         for piece in v.split(","):

@@ -66,8 +66,11 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from ._readable import Readable
 from . import units
-from .errors import Error, require_non_negative, require_positive
+from .errors import MAX_CHIPS, Error, _show, require_non_negative, require_positive
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
+from .errors import require_flag as _require_flag
 from .topology import LINKS, PROTOCOLS, Axis, Topology, _coords, hops as _hops, link_protocols
 
 _PROTO = {link: link_protocols(link) for link in LINKS}  # link -> protocol -> (latency ratio, bandwidth share)
@@ -105,7 +108,7 @@ def label(kind: str) -> str:
 
 
 @dataclass(frozen=True)
-class CollectiveCost:
+class CollectiveCost(Readable):
     """Cost of one collective; see the module docstring for the formulas and what V means."""
 
     kind: str
@@ -161,12 +164,12 @@ class CollectiveCost:
         return f"<table>{body}</table>"
 
 
-def _axes(topology: Topology, axes: "str | Sequence[str]") -> tuple[Axis, ...]:
+def _axes(topology: Topology, axes: "str | Sequence[str]", name: str = "axes") -> tuple[Axis, ...]:
     if not isinstance(topology, Topology):
         raise Error(f"topology must be a scalebook.topology.Topology (e.g. topology.slice('tpu-v5e', '16x16')), "
                     f"got {type(topology).__name__}")
     if not isinstance(axes, (str, list, tuple)) or not all(isinstance(a, str) for a in axes):
-        raise Error(f"axes must be an axis name or a list of names, got {axes!r}; valid: {', '.join(topology.names)}")
+        raise Error(f"{name} must be an axis name or a list of names, got {_show(axes)}; valid: {', '.join(topology.names)}")
     names = (axes,) if isinstance(axes, str) else tuple(axes)
     if not names:
         raise Error(f"name at least one mesh axis; valid: {', '.join(topology.names)}")
@@ -452,11 +455,11 @@ def ring(kind: str, *, size: int, bytes_: float, one_way_bytes_per_s: float, bid
     `seconds` adds steps x `hop_latency_seconds` to the bandwidth time (`max_convention_seconds`
     keeps the larger of the two, as Austin et al. 2025 do).
     """
+    _require_flag('bidirectional', bidirectional)
     kind = canonical_kind(kind)
     if kind not in ("all-gather", "reduce-scatter", "all-reduce"):
         raise Error(f"ring prices all-gather, reduce-scatter and all-reduce, not {kind}")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise Error(f"size must be a positive integer number of chips, got {size!r}")
+    size = _require_count("size", size, maximum=MAX_CHIPS)
     if not isinstance(bidirectional, bool):
         raise Error(f"bidirectional must be True or False, got {bidirectional!r}")
     require_non_negative(bytes_=bytes_, hop_latency_seconds=hop_latency_seconds)
@@ -506,7 +509,7 @@ def with_idle_axes(kind: str, topology: Topology, *, axes: "str | Sequence[str]"
     if kind not in ("all-gather", "reduce-scatter", "all-reduce"):
         raise Error(f"with_idle_axes prices all-gather, reduce-scatter and all-reduce, not {kind}")
     busy = _axes(topology, axes)
-    spare = _axes(topology, idle)
+    spare = _axes(topology, idle, "idle")
     overlap = {a.name for a in busy} & {a.name for a in spare}
     if overlap:
         raise Error(f"axes {sorted(overlap)} are both busy and idle; name each axis once")
@@ -568,8 +571,8 @@ def ring_all_to_all(*, size: int, bytes_: float, one_way_bytes_per_s: float, bid
     the bidirectional rate, the original's rule. One way round is (N-1)/N x 4 times slower.
     Steps: N - 1 one way, N // 2 both ways, each at `hop_latency_seconds`.
     """
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise Error(f"size must be a positive integer number of chips, got {size!r}")
+    _require_flag('bidirectional', bidirectional)
+    size = _require_count("size", size, maximum=MAX_CHIPS)
     if not isinstance(bidirectional, bool):
         raise Error(f"bidirectional must be True or False, got {bidirectional!r}")
     require_non_negative(bytes_=bytes_, hop_latency_seconds=hop_latency_seconds)
@@ -599,8 +602,8 @@ def gather_to_chip(*, size: int, receiver: int, bytes_: float, one_way_bytes_per
     T = ceil((N-1)/2) x (V/N) / W_1. Latency: the farthest shard's hops, each `hop_latency_seconds`.
     `gather_to_one` prices the best receiver on several axes.
     """
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise Error(f"size must be a positive integer number of chips, got {size!r}")
+    _require_flag('wraparound', wraparound)
+    size = _require_count("size", size, maximum=MAX_CHIPS)
     if isinstance(receiver, bool) or not isinstance(receiver, int) or not 0 <= receiver < size:
         raise Error(f"receiver must be a chip index from 0 to {size - 1}, got {receiver!r}")
     if not isinstance(wraparound, bool):
@@ -636,8 +639,7 @@ def point_to_point_routes(topology: Topology, src, dst, *, bytes_: float, routes
     through a neighbouring row, so the slowest route has 2 more hops than the direct one (the
     latency term uses it). `routes` may not exceed the links of the sender or of the receiver.
     """
-    if isinstance(routes, bool) or not isinstance(routes, int) or routes < 1:
-        raise Error(f"routes must be a positive integer, got {routes!r}")
+    routes = _require_count("routes", routes, maximum=MAX_CHIPS)
     one = point_to_point(topology, src, dst, bytes_=bytes_, hop_latency_seconds=hop_latency_seconds)
     if routes == 1 or one.hops == 0:
         return one
@@ -696,4 +698,6 @@ def ep_forward_min_expert_width(*, flops_per_s: float, link_bytes_per_s: float, 
 
 def _positive_int(name: str, v) -> None:
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise Error(f"{name} must be a positive integer, got {v!r}")
+        raise Error(f"{name} must be a positive integer, got {_show(v)}")
+    if v > MAX_CHIPS:
+        raise Error(f"{name} is too large (at most {MAX_CHIPS:,} chips), got {_show(v)}")

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import Error, number
+from .errors import MAX_NUMBER, MIN_POSITIVE, Error, number, require_positive
 from .hardware import Chip, chip as _chip, microarchitecture
 
 __all__ = ["Tiling", "tiling", "quantisation", "matmul_seconds"]
@@ -102,6 +102,8 @@ def _positive_array(name: str, value) -> np.ndarray:
         raise Error(f"{name} must be a positive number or an array of them, got {value!r:.60}") from None
     if arr.dtype == object or not (np.all(np.isfinite(arr)) and np.all(arr > 0)):
         raise Error(f"{name} must be positive and finite, got {value!r:.60}")
+    if arr.size == 0 or not (np.all(arr >= MIN_POSITIVE) and np.all(arr <= MAX_NUMBER)):
+        raise Error(f"{name} must hold numbers from {MIN_POSITIVE:g} to {MAX_NUMBER:g}, got {value!r:.60}")
     return arr
 
 
@@ -146,6 +148,8 @@ def matmul_seconds(chip: "str | Chip", m, k, n, *, eff_kernel: float, dtype_byte
     if not dtype_bytes >= 0:
         raise Error(f"dtype_bytes must be at least 0 (0: operands never leave on-chip memory), got {dtype_bytes!r}")
     m, k, n = _dims(m, k, n)
+    if peak_flops_per_s is not None:
+        require_positive(peak_flops_per_s=peak_flops_per_s)
     peak = c.peak_flops_per_s("bf16") if peak_flops_per_s is None else number("peak_flops_per_s", peak_flops_per_s)
     if not peak > 0:
         raise Error(f"peak_flops_per_s must be positive, got {peak!r}")

@@ -4,12 +4,27 @@ Every public function validates its arguments with these few helpers at its top,
 input (a bool where a size is expected, NaN, inf, a number too large for a float, a numpy array
 where a scalar is expected, a string where a config is expected) raises `Error` saying what was
 wrong and what is valid, never a TypeError or OverflowError from deep inside the arithmetic.
+
+Sizes have caps a model can mean, stated in each error: a number at most `MAX_NUMBER` (1e30; the
+largest quantity in the book, a frontier run's training FLOPs, is about 4e25), a count of chips at
+most `MAX_CHIPS` (10**7; the largest cluster in the book has about 10**5), a count of tokens
+at most `MAX_TOKENS` (10**15; the largest training set in the book is about 1.5e13 tokens), and
+any other count at most `MAX_COUNT` (2**53, beyond which a float cannot hold every integer).
+Positive quantities are at least `MIN_POSITIVE` (1e-30), so no division by a tiny input (1e-300
+bytes) overflows to inf: with every input within [1e-30, 1e30], a formula's few products and
+quotients stay far inside a float's range.
 """
 from __future__ import annotations
 
 import math
 import numbers
 from typing import Any
+
+
+MAX_NUMBER = 1e30
+MAX_CHIPS = 10**7
+MAX_TOKENS = 10**15
+MAX_COUNT = 2**53
 
 
 class Error(ValueError):
@@ -21,8 +36,9 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def number(name: str, value: Any) -> float:
-    """`value` as a finite float; raise `Error` for bools, non-numbers, arrays, NaN, inf, overflow.
+def number(name: str, value: Any, *, maximum: float = MAX_NUMBER) -> float:
+    """`value` as a finite float; raise `Error` for bools, non-numbers, arrays, NaN, inf, overflow
+    and magnitudes above `maximum` (default `MAX_NUMBER`, 1e30: no quantity a model means).
 
     Accepts Python and numpy real scalars (a 0-d or larger numpy array is refused: pass a number).
     """
@@ -34,21 +50,69 @@ def number(name: str, value: Any) -> float:
         raise Error(f"{name} is too large for a float, got {_show(value)}") from None
     if not math.isfinite(out):
         raise Error(f"{name} must be a finite number, got {_show(value)}")
+    if abs(out) > maximum:
+        raise Error(f"{name} is too large (at most {maximum:g}), got {_show(value)}")
     return out
 
 
-def require_positive(**values: Any) -> None:
-    """Raise `Error` unless every named value is a finite number greater than zero."""
+def require_finite(**values: Any) -> None:
+    """Raise `Error` unless every named value is a finite real number (of magnitude <= 1e30)."""
     for name, value in values.items():
-        if number(name, value) <= 0:
+        number(name, value)
+
+
+def require_count(name: str, value: Any, *, minimum: int = 1, maximum: int = MAX_COUNT, what: str = "") -> int:
+    """`value` as an int in [minimum, maximum]: a Python or numpy integer, never a bool, a float
+    (not even 4.0: a count is typed as one), NaN or an array, each refused with `Error`.
+
+    Use `maximum=MAX_CHIPS` for chips (10**7) and `maximum=MAX_TOKENS` for tokens (10**15); `what`
+    names the cap in the message ("mesh axes").
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise Error(f"{name} must be {'a positive integer' if minimum == 1 else f'an integer >= {minimum}'}, "
+                    f"got {_show(value)}")
+    out = int(value)
+    if out < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise Error(f"{name} must be {kind}, got {_show(value)}")
+    if out > maximum:
+        why = f"; {what}" if what else ""
+        raise Error(f"{name} is too large (at most {maximum:,}{why}), got {_show(value)}")
+    return out
+
+
+def require_flag(name: str, value: Any) -> bool:
+    """`value` if it is True or False (a numpy bool too); anything else raises `Error`."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"):  # without importing numpy
+        return bool(value)
+    raise Error(f"{name} must be True or False, got {_show(value)} ({type(value).__name__})")
+
+
+MIN_POSITIVE = 1e-30
+
+
+def require_positive(**values: Any) -> None:
+    """Raise `Error` unless every named value is a finite number in [1e-30, 1e30] (`MIN_POSITIVE`,
+    `MAX_NUMBER`): smaller positive values are no quantity a model means, and dividing by one
+    overflows."""
+    for name, value in values.items():
+        x = number(name, value)
+        if x <= 0:
             raise Error(f"{name} must be a positive number, got {_show(value)}")
+        if x < MIN_POSITIVE:
+            raise Error(f"{name} is too small (at least {MIN_POSITIVE:g}), got {_show(value)}")
 
 
 def require_non_negative(**values: Any) -> None:
-    """Raise `Error` unless every named value is a finite number of zero or more."""
+    """Raise `Error` unless every named value is zero or a finite number in [1e-30, 1e30]."""
     for name, value in values.items():
-        if number(name, value) < 0:
+        x = number(name, value)
+        if x < 0:
             raise Error(f"{name} must be a number >= 0, got {_show(value)}")
+        if 0 < x < MIN_POSITIVE:
+            raise Error(f"{name} is too small (0, or at least {MIN_POSITIVE:g}), got {_show(value)}")
 
 
 def integer(name: str, value: Any, *, minimum: int = 1) -> int:
@@ -64,14 +128,15 @@ def integer(name: str, value: Any, *, minimum: int = 1) -> int:
             raise Error(f"{name} must be a whole number, got {_show(value)}")
         out = int(x)
     if out < minimum:
-        raise Error(f"{name} must be an integer >= {minimum}, got {_show(value)}")
-    if out > 2**53:  # beyond this a float cannot hold every integer; no count in the book comes near
+        what = "a positive integer (>= 1)" if minimum == 1 else f"an integer >= {minimum}"
+        raise Error(f"{name} must be {what}, got {_show(value)}")
+    if out > MAX_COUNT:  # beyond this a float cannot hold every integer; no count in the book comes near
         raise Error(f"{name} is too large (at most 2**53), got {_show(value)}")
     return out
 
 
 def text(name: str, value: Any) -> str:
-    """`value` if it is a str, else raise `Error`."""
+    """`value` if it is a str, else raise `Error` (naming `name`)."""
     if not isinstance(value, str):
         raise Error(f"{name} must be a string, got {_show(value)} ({type(value).__name__})")
     return value

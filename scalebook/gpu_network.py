@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 from . import units
 from ._data import load
-from .errors import Error, require_non_negative
+from .errors import MAX_CHIPS, Error, _show, number, require_flag, require_non_negative
+from .errors import require_flag as _require_flag
 from .hardware import Chip, chip as _chip
 
 
@@ -48,7 +49,9 @@ def _gpu(chip: "str | Chip") -> Chip:
 
 def _count(name: str, v: int, lo: int = 1) -> None:
     if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise Error(f"{name} must be an integer >= {lo}, got {v!r}")
+        raise Error(f"{name} must be an integer >= {lo}, got {_show(v)}")
+    if v > MAX_CHIPS:
+        raise Error(f"{name} is too large (at most {MAX_CHIPS:,}: a cluster has fewer GPUs), got {_show(v)}")
 
 
 def ib_bytes_per_s(chip: "str | Chip") -> float:
@@ -102,7 +105,7 @@ def superpod(chip: "str | Chip" = "h100", *, nodes: int | None = None, oversubsc
     pod = load("hardware_specs")["gpu_networking"]["dgx_h100_superpod_1024"]
     n = pod["nodes"] if nodes is None else nodes
     _count("nodes", n)
-    if not (isinstance(oversubscription, (int, float)) and oversubscription >= 1):
+    if number("oversubscription", oversubscription, maximum=1e3) < 1:
         raise Error(f"oversubscription must be a number >= 1 (1 = full bisection), got {oversubscription!r}")
     per_leaf = pod["nodes_per_su"]
     units_ = math.ceil(n / per_leaf)
@@ -140,6 +143,7 @@ def all_reduce_seconds(chip: "str | Chip", bytes_: float, *, gpus: int | None = 
     in-network reduction (NVLink SHARP, NVLS) the switch adds the contributions, so each GPU sends
     its V once and receives the sum once: V / W, a speedup of 2 (N-1) / N.
     """
+    _require_flag('sharp', sharp)
     c = _gpu(chip)
     require_non_negative(bytes_=bytes_)
     n = _in_domain(c, gpus)
@@ -231,6 +235,8 @@ def hierarchical_all_reduce(chip: "str | Chip", bytes_: float, *, nodes: int, sh
     With `sharp`, stages 1 and 3 become one NVLink SHARP AllReduce in the domain (V / W_nvl),
     split evenly between them.
     """
+    _require_flag('sharp', sharp)
+    _require_flag('ib_sharp', ib_sharp)
     c, g, w_nvl, w_ib = _hier_setup(chip, bytes_, nodes)
     v = float(bytes_)
     shard = v / g
@@ -301,7 +307,7 @@ def pipeline_min_layers_per_stage(chip: "str | Chip", *, d_model: int, link: str
     c = _gpu(chip)
     _count("d_model", d_model)
     w = link_bytes_per_s(c, link)
-    return units.dtype_bytes(activation_dtype) * c.peak_flops_per_s("bf16") / (24 * d_model * w)
+    return units.dtype_bytes(activation_dtype, "activation_dtype") * c.peak_flops_per_s("bf16") / (24 * d_model * w)
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,13 @@ def _path(path: object, what: str) -> Path:
     return Path(path)
 
 
+def _notebook_node(nb: object) -> object:
+    """`nb` if it is a notebook node (from `read_notebook` or nbformat); else `Error` naming `nb`."""
+    if not (hasattr(nb, "metadata") and isinstance(getattr(nb, "cells", None), list)):
+        raise Error(f"nb must be a notebook read by grading.read_notebook, got {type(nb).__name__}")
+    return nb
+
+
 def read_notebook(path: "str | Path"):
     """The notebook at `path` as an nbformat v4 node; `Error` (one line) for anything else.
 
@@ -160,6 +167,7 @@ def page_of(nb, path: "str | Path") -> str:
     chapter's notebook (`metadata.scalebook.kind` 'chapter')."""
     from .exercises import pages
 
+    _notebook_node(nb), _path(path, "path")
     known = pages()
     meta = nb.metadata.get("scalebook")
     page = meta.get("page") if isinstance(meta, dict) else None
@@ -231,6 +239,7 @@ def solutions_in(nb) -> str | None:
     it runs. A code cell that computes `answer` and checks it, as every worked solution does, is
     refused problem by problem instead (see `solution_cells`).
     """
+    _notebook_node(nb)
     for i, cell in enumerate(nb.cells, 1):
         if cell.cell_type != "code" and _SOLUTION_MARKER.search(cell.get("source", "")):
             return f"cell {i} has the book's worked solutions (a MyST solution block)"
@@ -270,6 +279,7 @@ def solution_cells(nb) -> dict[str, int]:
     (`answer = 7.6; check("1.1", answer)`) is not one, nor is a student's own computation in a
     cell of its own (`answer = M(7.6).solve()`), whose check follows in the next cell.
     """
+    _notebook_node(nb)
     out: dict[str, int] = {}
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":

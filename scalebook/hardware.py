@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from ._readable import Readable
 from . import units
 from ._data import load
 from .errors import Error, require_non_negative, require_positive
@@ -60,7 +61,7 @@ _FALLBACK = {"int4": "int8", "fp4": "fp8", "fp8": "bf16", "int8": "bf16", "fp16"
 
 
 @dataclass(frozen=True)
-class Chip:
+class Chip(Readable):
     """One accelerator chip (a TPU chip, or one GPU), with the figures the book uses.
 
     All values are SI floats (bytes, bytes/s, FLOPs/s). `flops_per_s` maps a dtype to the dense

@@ -62,10 +62,12 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
+from ._readable import Readable
 from . import collectives, units
 from . import transformer as tr
 from ._data import load
-from .errors import Error, require_positive
+from .errors import MAX_CHIPS, MAX_TOKENS, Error, _show, require_count, require_flag, require_positive
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
@@ -76,14 +78,17 @@ WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
 
 
-def _positive_int(name: str, value: object) -> int:
+def _positive_int(name: str, value: object, maximum: int = MAX_CHIPS) -> int:
+    """`value` as a positive int, at most `maximum` (default: `errors.MAX_CHIPS`, 10**7)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Error(f"{name} must be a positive integer, got {value!r}")
+        raise Error(f"{name} must be a positive integer, got {_show(value)}")
+    if value > maximum:
+        raise Error(f"{name} is too large (at most {maximum:,}), got {_show(value)}")
     return value
 
 
 @dataclass(frozen=True, kw_only=True)
-class Deployment:
+class Deployment(Readable):
     """How a model is laid out for serving (module docstring). Chips = tp x ep x pp."""
 
     tp: int = 1
@@ -107,7 +112,7 @@ class Deployment:
     def __post_init__(self) -> None:
         for name in ("tp", "ep", "pp"):
             _positive_int(name, getattr(self, name))
-        if self.attention not in ("heads", "batch", "auto"):
+        if not isinstance(self.attention, str) or self.attention not in ("heads", "batch", "auto"):
             raise Error(f"unknown attention split {self.attention!r}; valid: heads, batch, auto")
         checks = [("weights", WEIGHT_DTYPES), ("kv", KV_DTYPES), ("activations", ("bf16", "fp16", "fp32"))]
         if self.attention_weights is not None:
@@ -134,7 +139,8 @@ class Deployment:
         return Deployment(**kw)
 
     def resolve(self, model: Transformer) -> "Deployment":
-        """This deployment with attention="auto" decided for `model` (class docstring)."""
+        """This deployment with attention="auto" decided for `model` (a config or a preset name)."""
+        model = _as_model(model)
         if self.attention != "auto":
             return self
         by_batch = self.tp > 1 and (model.heads % self.tp or (self.tp > model.kv_heads and not model.is_mla))
@@ -218,7 +224,7 @@ def _group(topo: Topology, kind: str) -> tuple[str, ...]:
 # --- results ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ServingMemory:
+class ServingMemory(Readable):
     """Bytes per chip while serving: weights, KV cache, and the workspace of a prefill pass of
     `workspace_tokens` tokens (the prompt, or the chunk a chunked prefill runs at once)."""
 
@@ -287,7 +293,7 @@ class StepTime:
 
 
 @dataclass(frozen=True)
-class ServingEstimate:
+class ServingEstimate(Readable):
     """The result of `estimate`: latency, throughput and memory of a deployment at one batch.
 
     `decode` is one decode step at the average context (prompt + half the output); a token
@@ -408,14 +414,14 @@ class ServingEstimate:
         f = units.format_quantity
         return (f"ServingEstimate({self.model_name} on {self.chips} {self.chip.name}, {self.deployment.label()}, "
                 f"batch {self.batch}: {f(self.per_token_latency_seconds, 's')}/token ({self.decode.bound}-bound), "
-                f"{self.output_tokens_per_s_per_chip:.4g} token/s per chip, TTFT {f(self.ttft_seconds, 's')}, "
+                f"{units.fmt_number(self.output_tokens_per_s_per_chip, 4)} token/s per chip, TTFT {f(self.ttft_seconds, 's')}, "
                 f"memory {f(self.memory.bytes, 'B')}{'' if self.fits else ' DOES NOT FIT'}, max batch {self.max_batch} "
                 f"beside a {self.workspace_tokens}-token prefill workspace)")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
         rows = [("per-token latency", f(self.per_token_latency_seconds, "s")),
-                ("output tokens/s per chip", f"{self.output_tokens_per_s_per_chip:.4g}"),
+                ("output tokens/s per chip", units.fmt_number(self.output_tokens_per_s_per_chip, 4)),
                 ("time to first token", f(self.ttft_seconds, "s")), ("decode bound", self.decode.bound),
                 *((f"memory: {k}", f(v, "B")) for k, v in self.memory.parts().items()),
                 ("prefill workspace for", f"{self.workspace_tokens} tokens at once"),
@@ -463,7 +469,7 @@ def kv_bytes_per_sequence_per_chip(model: Transformer, d: Deployment, tokens: in
     1/tp of the sequences per chip; and over pp by layers."""
     model = _as_model(model)
     _instance('deployment', d, Deployment)
-    _number('tokens', tokens)
+    require_positive(tokens=tokens)
     kv = tr.kv_cache(model, seq_len=tokens, dtype=d.kv).bytes_per_sequence
     d = d.resolve(model)
     if d.attention == "batch":
@@ -621,9 +627,13 @@ def _workspace(model: Transformer, d: Deployment, prompt_len: int) -> float:
 
 
 def _workspace_tokens(context: int, prompt_len: "int | None", workspace_tokens: "int | None") -> int:
+    if prompt_len is not None:
+        _require_count("prompt_len", prompt_len, minimum=0, maximum=MAX_TOKENS)
     if workspace_tokens is not None:
-        return _positive_int("workspace_tokens", workspace_tokens)
-    return prompt_len or context
+        return _positive_int("workspace_tokens", workspace_tokens, MAX_TOKENS)
+    if prompt_len is not None and _require_count("prompt_len", prompt_len, minimum=0, maximum=MAX_TOKENS):
+        return int(prompt_len)
+    return context
 
 
 def memory_per_chip(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: int,
@@ -670,7 +680,10 @@ def chips_to_hold(model: Transformer, *, chip: "str | Chip", weights: str = "bf1
     """Fewest chips whose HBM holds the weights and the KV cache of `batch` x `context` tokens."""
     model = _as_model(model)
     c = _chip(chip)
-    total = tr.params(model).total_params * units.dtype_bytes(weights)
+    batch = _require_count("batch", batch, minimum=0, maximum=MAX_TOKENS)
+    context = _require_count("context", context, minimum=0, maximum=MAX_TOKENS)
+    units.canonical_dtype(kv, "kv")
+    total = tr.params(model).total_params * units.dtype_bytes(weights, "weights")
     if batch and context:
         total += tr.kv_cache(model, seq_len=context, batch=batch, dtype=kv).bytes
     return max(1, math.ceil(total / c.hbm_bytes))
@@ -688,7 +701,8 @@ def critical_decode_batch(chip: "str | Chip", *, weights: str = "bf16") -> float
     c = _chip(chip)
     _text("weights", weights)
     if weights in ("fp8", "fp4") and "fp8" in c.flops_per_s:
-        return c.peak_flops_per_s("fp8") * units.dtype_bytes(weights) / (2 * c.hbm_bytes_per_s)
+        return c.peak_flops_per_s("fp8") * units.dtype_bytes(weights, "weights") / (2 * c.hbm_bytes_per_s)
+    units.canonical_dtype(weights, "weights")
     return roofline.critical_batch(c, "bf16", weight_dtype=weights)
 
 
@@ -708,12 +722,12 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     model = _as_model(model)
     if not isinstance(model, Transformer):
         raise Error(f"model must be a scalebook.models.Transformer, got {type(model).__name__}")
-    d = deployment or Deployment()
+    d = Deployment() if deployment is None else deployment
     if not isinstance(d, Deployment):
         raise Error(f"deployment must be a scalebook.inference.Deployment, got {type(d).__name__}")
     c = _chip(chip)
     for name, v in (("prompt_len", prompt_len), ("output_len", output_len)):
-        _positive_int(name, v)
+        _positive_int(name, v, MAX_TOKENS)
     d = d.resolve(model)
     check_deployment(model, d)
     bw_default, c_default = default_efficiency(c)
@@ -730,7 +744,7 @@ def estimate(model: Transformer, *, chip: "str | Chip", deployment: Deployment |
     context = prompt_len + output_len
     ws = _workspace_tokens(context, prompt_len, workspace_tokens)
     most = max_batch(model, chip=c, deployment=d, context=context, workspace_tokens=ws)
-    if batch == "max":
+    if isinstance(batch, str) and batch == "max":
         if most < 1:
             raise Error(f"{model.name} does not fit on {d.chips} {c.name} with {d.label()}: not even one sequence "
                         f"of {context} tokens; use more chips or smaller weights")

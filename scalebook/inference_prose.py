@@ -6,20 +6,43 @@ chip passes ("for none the floor is too slow"). Each function here takes the com
 returns the sentence (or phrase) that is true for them: an empty list, a full one, a partial one;
 a gain, a loss, no change. The chapters glue the result; `tests/test_inference_prose.py` renders
 each branch. Numbers are rounded as the book prints them (whole percent, counts without
-decimals), and a change that rounds to 0% is called no change rather than "0%" or "-0%".
+decimals), and a change that rounds to 0% is called no change rather than `"0%"` or `"-0%"`.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-from .errors import Error
+from .errors import MAX_CHIPS, Error
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
+from .errors import number as _number, require_count as _count, require_non_negative as _require_non_negative
+from .errors import require_positive as _require_positive, text as _text
+
+
+def _names(name: str, value: object) -> list:
+    """`value` as a list of names (strings); anything else raises `Error` naming `name`."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise Error(f"{name} must be a list of names (strings), got {type(value).__name__}")
+    return list(value)
+
+
+def _numbers(name: str, value: object) -> list:
+    """`value` as a list of finite numbers; anything else raises `Error` naming `name`."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise Error(f"{name} must be a list of numbers, got {type(value).__name__}")
+    return [_number(name, v) for v in value]
+
+
+def _mapping(name: str, value: object) -> dict:
+    if not isinstance(value, dict):
+        raise Error(f"{name} must be a dict, got {type(value).__name__}")
+    return value
 
 
 def listing(names: Sequence[str]) -> str:
     """'A', 'A and B', 'A, B and C'."""
-    names = [str(n) for n in names]
+    names = _names("names", names)
     if not names:
-        raise Error("listing needs at least one name; the caller writes the empty case itself")
+        raise Error("names must hold at least one name; the caller writes the empty case itself")
     if len(names) == 1:
         return names[0]
     return ", ".join(names[:-1]) + " and " + names[-1]
@@ -31,6 +54,7 @@ def _pct(x: float) -> int:
 
 def tight_target(met: Sequence[str], missed: Sequence[str], target: str) -> str:
     """Chapter 8: which chips can meet a tighter per-token latency target at all."""
+    met, missed, target = _names("met", met), _names("missed", missed), _text("target", target)
     if not met and not missed:
         raise Error("tight_target needs at least one chip in met or missed")
     head = f"Tighten the promise to {target} per token"
@@ -45,6 +69,7 @@ def tight_target(met: Sequence[str], missed: Sequence[str], target: str) -> str:
 
 def relative_change(new: float, old: float, what: str = "the cost") -> str:
     """'lowers the cost by 12%', 'raises the cost by 5%', or 'leaves the cost unchanged' (rounds to 0%)."""
+    _number("new", new), _number("old", old), _text("what", what)
     if old <= 0:
         raise Error(f"old must be positive, got {old!r}")
     r = new / old - 1
@@ -55,6 +80,7 @@ def relative_change(new: float, old: float, what: str = "the cost") -> str:
 
 def pays(cost_new: float, cost_old: float, option: str) -> str:
     """'int4 pays: it cuts the cost by 34%', 'int4 does not pay: it costs 8% more', or a tie."""
+    _require_non_negative(cost_new=cost_new, cost_old=cost_old), _text("option", option)
     if cost_old <= 0:
         raise Error(f"cost_old must be positive, got {cost_old!r}")
     r = cost_new / cost_old - 1
@@ -71,6 +97,10 @@ def gap_over_batches(gaps: Sequence[float], batches: Sequence[int]) -> str:
     Reports the largest gap and where it occurs, and the smallest, instead of one number "at every
     batch" (which is true only when they agree to the printed digit).
     """
+    gaps = _numbers("gaps", gaps)
+    if isinstance(batches, str) or not isinstance(batches, (list, tuple)):
+        raise Error(f"batches must be a list of batch sizes, got {type(batches).__name__}")
+    batches = [_count("batches", b, maximum=10**15) for b in batches]
     if len(gaps) != len(batches) or not gaps:
         raise Error("gaps and batches must be non-empty and of equal length")
     hi = max(range(len(gaps)), key=lambda i: gaps[i])
@@ -87,6 +117,8 @@ def gap_over_batches(gaps: Sequence[float], batches: Sequence[int]) -> str:
 
 def speculation_under_load(speedup_small: float, speedup_large: float, large_batch: int) -> str:
     """Chapter 7: what is left of speculative decoding's speedup at a large batch."""
+    _require_positive(speedup_small=speedup_small, speedup_large=speedup_large)
+    _count("large_batch", large_batch)
     head = f"At batch {large_batch:,}"
     if speedup_large < 0.995:
         return (f"{head} it turns into a slowdown: {speedup_large:.2f}, since the verify step now costs "
@@ -105,8 +137,9 @@ def speculation_under_load(speedup_small: float, speedup_large: float, large_bat
 def bound_cases(bounds: "dict[str, str]") -> str:
     """Chapter 8: which of the frontier's cases are compute-, memory- or communication-bound at their
     largest batch (`StepTime.bound` of each)."""
+    _mapping("bounds", bounds)
     if not bounds:
-        raise Error("bound_cases needs at least one case")
+        raise Error("bounds must hold at least one case")
     by = {k: [name for name, b in bounds.items() if b == k] for k in ("compute", "memory", "communication")}
     unknown = set(bounds.values()) - set(by)
     if unknown:
@@ -131,8 +164,8 @@ def bound_cases(bounds: "dict[str, str]") -> str:
 
 def plan_reasons(pp: int) -> str:
     """Chapter 7: why the planner's best layout looks as it does, with or without a pipeline."""
-    if isinstance(pp, bool) or not isinstance(pp, int) or pp < 1:
-        raise Error(f"pp must be a positive integer, got {pp!r}")
+    _count("pp", pp, maximum=MAX_CHIPS)
+    pp = _require_count("pp", pp, maximum=MAX_CHIPS)
     if pp == 1:
         return ("quantisation to cut the bytes, the largest batch the latency allows, and no more chips per "
                 "replica than the memory and the latency need")
@@ -147,8 +180,8 @@ def speculation_break_even(batch: "int | None") -> str:
     0: pays at none)."""
     if batch is None:
         return "speculation still pays at the largest batch that fits"
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
-        raise Error(f"batch must be None or an integer >= 0, got {batch!r}")
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch <= 10**15:
+        raise Error(f"batch must be None or an integer >= 0 (at most 10**15), got {batch!r:.60}")
     if batch == 0:
         return "speculation does not pay even at batch 1"
     return f"speculation pays up to a batch of {batch:,} and costs time above it"
@@ -156,12 +189,14 @@ def speculation_break_even(batch: "int | None") -> str:
 
 def signed_percent(x: float) -> str:
     """A relative error as the book prints it: '+10%', '-9%', or 'within 1%' when it rounds to zero."""
+    _number("x", x)
     p = round(100 * x)
     return "within 1%" if p == 0 else f"{p:+d}%".replace("-", "\u2212")
 
 
 def goal_sentence(median: float, goal: float, gpu_median: float, tpu_median: float) -> str:
     """Chapter 8: the validation median against the book's goal, with the family that misses it."""
+    _require_non_negative(median=median, goal=goal, gpu_median=gpu_median, tpu_median=tpu_median)
     g = round(100 * goal)
     if median > goal:
         return f"That is short of what this book aims for, a median within {g}%"
@@ -176,8 +211,9 @@ def error_directions(errors: Sequence[float]) -> str:
     """'all 6 too slow, by 12% on average', 'all too fast', or '4 of 6 too slow and 2 too fast (mean +17%)'.
 
     A positive error is a prediction slower than the report (predicted / reported - 1 > 0)."""
+    errors = _numbers("errors", errors)
     if not errors:
-        raise Error("error_directions needs at least one error")
+        raise Error("errors must hold at least one error")
     n = len(errors)
     slow = sum(e > 0 for e in errors)
     mean = sum(errors) / n
@@ -191,6 +227,7 @@ def error_directions(errors: Sequence[float]) -> str:
 
 def firmer_ground(subset_median: float, family_median: float) -> str:
     """Chapter 8: whether a subset of results is predicted better than its family as a whole."""
+    _require_non_negative(subset_median=subset_median, family_median=family_median)
     if round(100 * subset_median) < round(100 * family_median):
         return "the model is on firmer ground"
     if round(100 * subset_median) == round(100 * family_median):
@@ -202,7 +239,10 @@ def deviation(measured: float, reference: float, what: str, digits: int = 2) -> 
     """Chapter 1: how far a count sits from the formula it is checked against, at `digits` decimals
     of a percent: 'matches {what} (to within 0.01%)', 'is 0.07% above {what}', 'is 1.20% below {what}'.
 
-    A gap that rounds to zero is called a match rather than printed as '0.00%' or '-0.00%'."""
+    A gap that rounds to zero is called a match rather than printed as `'0.00%'` or `'-0.00%'`."""
+    _require_non_negative(measured=measured), _require_positive(reference=reference), _text("what", what)
+    if isinstance(digits, int) and digits > 6:
+        raise Error(f"digits must be at most 6, got {digits!r:.60}")
     if reference <= 0:
         raise Error(f"reference must be positive, got {reference!r}")
     if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:

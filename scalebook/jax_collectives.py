@@ -48,6 +48,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from ._readable import Readable
 from . import units
 from .errors import Error, choose, require_non_negative, require_positive
 from .errors import integer as _integer, text as _text
@@ -81,7 +82,7 @@ def ring_split(n: int, bidirectional: bool = True) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class Transfer:
+class Transfer(Readable):
     """One block sent one hop in one step of a ring collective.
 
     `direction` +1: to the right neighbour (d -> d + 1 mod N), -1: to the left. `block` is the
@@ -184,7 +185,7 @@ def ring_holdings(kind: str, n: int, *, bidirectional: bool = True) -> list[list
 
 
 @dataclass(frozen=True)
-class RingCost:
+class RingCost(Readable):
     """Time of a ring collective written with ppermute on one ICI torus axis or NVLink domain.
 
     `steps`: ppermute rounds; `permutes`: collective-permute ops (one per direction per round);
@@ -273,7 +274,7 @@ def ring_cost(kind: str, topology: Any, *, axis: str, bytes_: float, bidirection
 
 
 @dataclass(frozen=True)
-class CollectiveMatmulCost:
+class CollectiveMatmulCost(Readable):
     """Predicted time of a collective matmul on one ICI torus axis or NVLink domain, with and without overlap.
 
     Per round of the ring, a send takes `round_comm_seconds` (the `ring_cost` step); a block's

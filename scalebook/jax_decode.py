@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, require_positive
 from .errors import model as _as_model
@@ -311,7 +312,7 @@ def compile_decode_step(model: Transformer, *, batch: int, max_len: int, dtype: 
 
 
 @dataclass(frozen=True)
-class DecodeCosts:
+class DecodeCosts(Readable):
     """XLA's compiled FLOPs and bytes of prefill and one decode step beside the serving model.
 
     The model's side (`predicted_*`), from `scalebook.inference` on one chip at this dtype's bytes:
@@ -392,13 +393,13 @@ class DecodeCosts:
         f = units.format_quantity
         return [("prefill FLOPs", f(self.prefill_xla_flops, "FLOP"), f(self.prefill_predicted_flops, "FLOP"),
                  f"+{f(self.prefill_masked_score_flops, 'FLOP')} masked half",
-                 f"{100 * (self.prefill_flops_ratio - 1):+.2f}%"),
+                 f"{units.fmt_percent((self.prefill_flops_ratio - 1), 2, signed=True)}"),
                 ("decode step FLOPs", f(self.decode_xla_flops, "FLOP"), f(self.decode_predicted_flops, "FLOP"), "-",
-                 f"{100 * (self.decode_flops_ratio - 1):+.2f}%"),
+                 f"{units.fmt_percent((self.decode_flops_ratio - 1), 2, signed=True)}"),
                 ("decode step bytes", f(self.decode_xla_bytes, "B"), f(self.decode_predicted_bytes, "B"),
                  f"+{f(self.decode_gather_table_bytes, 'B')} gather table, +{f(self.decode_score_bytes, 'B')} scores, "
                  f"+{f(self.decode_activation_bytes, 'B')} activations",
-                 f"{100 * (self.decode_bytes_ratio - 1):+.2f}%")]
+                 f"{units.fmt_percent((self.decode_bytes_ratio - 1), 2, signed=True)}")]
 
     def __repr__(self) -> str:
         body = "; ".join(f"{what} XLA {x} vs {p} ({extra}) {d}" for what, x, p, extra, d in self._rows())
@@ -526,7 +527,7 @@ def compiled_costs(model: Transformer = SMALL, *, batch: int, prompt_len: int, m
 # --- timing -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class DecodeTiming:
+class DecodeTiming(Readable):
     """One decode step timed on a device: median seconds, and what XLA says it moves and computes."""
 
     model_name: str
@@ -559,7 +560,7 @@ class DecodeTiming:
         f = units.format_quantity
         return (f"DecodeTiming({self.model_name} on {self.device_kind}, B={self.batch}, context {self.context}, "
                 f"{self.dtype}: {f(self.seconds, 's')}/step, {f(self.bytes_per_s, 'B/s')}, "
-                f"{f(self.flops_per_s, 'FLOP/s')}, {self.tokens_per_s:.4g} token/s)")
+                f"{f(self.flops_per_s, 'FLOP/s')}, {units.fmt_number(self.tokens_per_s, 4)} token/s)")
 
 
 def time_decode(model: Transformer = SMALL, *, batch: int, context: int, repeats: int = 5,
@@ -618,7 +619,7 @@ class DecodePoint:
 
 
 @dataclass(frozen=True)
-class DecodeCurve:
+class DecodeCurve(Readable):
     """Decode step times measured on this device against the serving model's shape (Chapter 7).
 
     `predicted_memory_seconds`: the bytes the model says a step reads (every weight once, the KV

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, choose, require_positive
 from .models import Transformer
@@ -130,7 +131,7 @@ def block_apply(weights: dict, x, *, model: Transformer, causal: bool = True, ro
 
 
 @dataclass(frozen=True)
-class BlockFlops:
+class BlockFlops(Readable):
     """XLA's compiled FLOPs of one layer beside the package's matmul count (Chapter 4).
 
     predicted forward = B T x `layer_flops_per_token(model, seq_len=T, causal=False).forward_flops`;
@@ -161,15 +162,15 @@ class BlockFlops:
         f = units.format_quantity
         return (f"BlockFlops({self.model_name}, B={self.batch}, T={self.seq_len}, remat={self.remat!r}: forward XLA "
                 f"{f(self.forward_xla_flops, 'FLOP')} vs {f(self.forward_predicted_flops, 'FLOP')} "
-                f"({100 * (self.forward_ratio - 1):+.2f}%), training XLA {f(self.training_xla_flops, 'FLOP')} vs "
-                f"{f(self.training_predicted_flops, 'FLOP')} ({100 * (self.training_ratio - 1):+.2f}%))")
+                f"({units.fmt_percent((self.forward_ratio - 1), 2, signed=True)}), training XLA {f(self.training_xla_flops, 'FLOP')} vs "
+                f"{f(self.training_predicted_flops, 'FLOP')} ({units.fmt_percent((self.training_ratio - 1), 2, signed=True)}))")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
         rows = [("forward", f(self.forward_xla_flops, "FLOP"), f(self.forward_predicted_flops, "FLOP"),
-                 f"{100 * (self.forward_ratio - 1):+.2f}%"),
+                 f"{units.fmt_percent((self.forward_ratio - 1), 2, signed=True)}"),
                 ("forward + backward", f(self.training_xla_flops, "FLOP"), f(self.training_predicted_flops, "FLOP"),
-                 f"{100 * (self.training_ratio - 1):+.2f}%")]
+                 f"{units.fmt_percent((self.training_ratio - 1), 2, signed=True)}")]
         cap = f"One layer of {self.model_name}, B={self.batch}, T={self.seq_len}, remat={self.remat!r}"
         return _html_table(("pass", "XLA cost_analysis", "scalebook", "XLA above"), rows, cap)
 

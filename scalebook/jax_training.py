@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ._readable import Readable
 from . import units
 from .errors import Error, require_positive
 from .models import Transformer
@@ -278,7 +279,7 @@ def synthetic_tokens(*, batch: int, seq_len: int, vocab: int, seed: int = 0):
 
 
 @dataclass(frozen=True)
-class StepArray:
+class StepArray(Readable):
     """One array that a collective of the compiled step moves, with the pass it belongs to.
 
     XLA's combiners pack independent collectives of one kind and group into a single op with a
@@ -360,7 +361,7 @@ def step_arrays(hlo: str, mesh_shape: Mapping[str, int]) -> tuple[StepArray, ...
 
 
 @dataclass(frozen=True)
-class MemoryAnalysis:
+class MemoryAnalysis(Readable):
     """XLA's `compiled.memory_analysis()` of one device's program, in bytes.
 
     `argument_bytes`: the inputs (params, Adam state, tokens) resident on the device;
@@ -398,7 +399,7 @@ def memory_analysis(compiled) -> MemoryAnalysis:
 
 
 @dataclass(frozen=True)
-class TrainingRun:
+class TrainingRun(Readable):
     """What `train` did: the losses per step, and the compiled step with what XLA says about it.
 
     `collectives`: every collective in the compiled step's HLO (`xla.HloCollective`, with mesh
@@ -427,11 +428,11 @@ class TrainingRun:
         mesh = "x".join(f"{k}={v}" for k, v in self.mesh_shape.items())
         loss = " -> ".join(f"{x:.3f}" for x in (self.losses[0], self.losses[-1]))
         return (f"TrainingRun({self.model.name} on {mesh}, B={self.batch}, T={self.seq_len}, {len(self.losses)} steps: "
-                f"loss {loss}; {len(self.collectives)} collectives in the HLO; {self.memory!r})")
+                f"loss {loss}; {len(self.collectives)} collectives in the HLO; {self.memory})")
 
     def _repr_html_(self) -> str:
         rows = [(i, f"{x:.4f}") for i, x in enumerate(self.losses)]
-        cap = f"{self.model.name}, B={self.batch}, T={self.seq_len}, mesh {self.mesh_shape}: {self.memory!r}"
+        cap = f"{self.model.name}, B={self.batch}, T={self.seq_len}, mesh {self.mesh_shape}: {self.memory}"
         return _html_table(("step", "loss (nats)"), rows, cap)
 
 
@@ -475,7 +476,7 @@ def device_model(model: Transformer, *, tp: int) -> Transformer:
 
 
 @dataclass(frozen=True)
-class SavedResiduals:
+class SavedResiduals(Readable):
     """What JAX's autodiff keeps from the forward pass for the backward pass, per device.
 
     Read with `jax.vjp` under `jax.eval_shape` (nothing runs) on the program one device runs

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ._readable import Readable
 from . import units
 from .errors import Error, require_positive
 from .errors import text as _text
@@ -78,7 +79,7 @@ def _short_dtype(dtype: str) -> str:
 
 
 @dataclass(frozen=True)
-class MatmulResult:
+class MatmulResult(Readable):
     """One timed matmul `[batch, d_model] x [d_model, d_ff]`, inputs and output in `dtype`."""
 
     batch: int
@@ -120,7 +121,7 @@ class MatmulResult:
 
 
 @dataclass(frozen=True)
-class CopyResult:
+class CopyResult(Readable):
     """One timed stream `x + 1` over an array of `size_bytes`: reads and writes each byte once."""
 
     size_bytes: int
@@ -159,7 +160,7 @@ class CopyResult:
 
 
 @dataclass(frozen=True)
-class Measurement:
+class Measurement(Readable):
     """Everything `run()` measured on one device, with the spec beside it when there is one."""
 
     device_kind: str
@@ -207,14 +208,14 @@ class Measurement:
         for r in self.matmuls:
             out.append({
                 "what": f"matmul [{r.batch},{r.d_model}]x[{r.d_model},{r.d_ff}] {r.dtype}",
-                "time": f(r.seconds, "s"), "intensity": f"{r.intensity_flops_per_byte:.3g} FLOP/B",
+                "time": f(r.seconds, "s"), "intensity": f"{units.fmt_number(r.intensity_flops_per_byte)} FLOP/B",
                 "measured": f(r.flops_per_s, "FLOP/s"),
                 "spec": f(r.spec_flops_per_s, "FLOP/s") if r.spec_flops_per_s else "-",
             })
         for r in self.copies:
             out.append({
                 "what": f"stream x+1 over {f(r.size_bytes, 'B')} {r.dtype}",
-                "time": f(r.seconds, "s"), "intensity": f"{r.intensity_flops_per_byte:.3g} FLOP/B",
+                "time": f(r.seconds, "s"), "intensity": f"{units.fmt_number(r.intensity_flops_per_byte)} FLOP/B",
                 "measured": f(r.bytes_per_s, "B/s"),
                 "spec": f(r.spec_bytes_per_s, "B/s") if r.spec_bytes_per_s else "-",
             })

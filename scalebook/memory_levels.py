@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from . import units
 from .errors import Error, require_non_negative, require_positive
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .hardware import Chip, chip as _chip
 
 LEVELS = ("local", "hbm", "host")
@@ -118,8 +119,7 @@ def host_transfer_seconds(chip: "str | Chip", bytes_: float, *, chips: int = 1) 
     """
     c = _chip(chip)
     require_non_negative(bytes_=bytes_)
-    if isinstance(chips, bool) or not isinstance(chips, int) or chips < 1:
-        raise Error(f"chips must be a positive integer, got {chips!r}")
+    chips = _require_count("chips", chips, maximum=MAX_CHIPS)
     return bytes_ / (chips * level_bytes_per_s(c, "host"))
 
 
@@ -132,9 +132,8 @@ def output_tile_intensity(tile_m: int, tile_n: int, dtype: str = "bf16") -> floa
     assumed (an L2 or VMEM hit would raise it). Chapter 2b.
     """
     for name, v in (("tile_m", tile_m), ("tile_n", tile_n)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise Error(f"{name} must be a positive integer, got {v!r}")
-    return 2 * tile_m * tile_n / ((tile_m + tile_n) * units.dtype_bytes(dtype))
+        v = _require_count(name, v, maximum=MAX_COUNT)
+    return 2 * tile_m * tile_n / ((tile_m + tile_n) * units.dtype_bytes(dtype, "dtype"))
 
 
 def min_square_tile(chip: "str | Chip", dtype: str = "bf16") -> int:
@@ -145,4 +144,4 @@ def min_square_tile(chip: "str | Chip", dtype: str = "bf16") -> int:
     """
     c = _chip(chip)
     require_positive(peak=c.peak_flops_per_s(c.compute_dtype(dtype)))
-    return math.ceil(units.dtype_bytes(dtype) * critical_intensity(c, "hbm", dtype) - 1e-9)
+    return math.ceil(units.dtype_bytes(dtype, "dtype") * critical_intensity(c, "hbm", dtype) - 1e-9)

@@ -18,15 +18,16 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
+from ._readable import Readable
 from ._data import load
-from .errors import Error, choose
+from .errors import Error, _show, choose, number, require_flag
 
 MLP_KINDS = ("gated", "plain")
 NORM_KINDS = ("rmsnorm", "layernorm")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Transformer:
+class Transformer(Readable):
     """A decoder-only Transformer's shape (Chapter 4). All sizes are integer counts.
 
     - Attention: `heads` (N) query heads of `head_dim` (H, default D / N); `kv_heads` (K,
@@ -84,6 +85,14 @@ class Transformer:
 
     def __post_init__(self) -> None:
         _require_int(layers=self.layers, d_model=self.d_model, heads=self.heads, vocab=self.vocab)
+        for name in ("published_params", "published_active_params"):
+            if getattr(self, name) is not None and number(name, getattr(self, name)) <= 0:
+                raise Error(f"{name} must be a positive number of parameters, got {_show(getattr(self, name))}")
+        for flag in ("tied_embeddings", "parallel_block", "biases"):
+            require_flag(flag, getattr(self, flag))
+        for name in ("name", "mlp", "norm", "source", "published_source"):
+            if not isinstance(getattr(self, name), str):
+                raise Error(f"{name} must be a string, got {_show(getattr(self, name))}")
         set_ = functools.partial(object.__setattr__, self)
         if self.kv_heads is None:
             set_("kv_heads", self.heads)
@@ -224,9 +233,11 @@ class Transformer:
 def _require_int(zero_ok: bool = False, **values: object) -> None:
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int):
-            raise Error(f"{name} must be a whole number, got {value!r}")
+            raise Error(f"{name} must be a whole number, got {_show(value)}")
         if value < 0 or (value == 0 and not zero_ok):
             raise Error(f"{name} must be {'>= 0' if zero_ok else '> 0'}, got {value}")
+        if value > 10**7:
+            raise Error(f"{name} is too large (at most 10,000,000 for a model dimension or count), got {_show(value)}")
 
 
 # --- presets -------------------------------------------------------------------------------

@@ -10,9 +10,11 @@ the cells a reader runs show their own results. With the environment variable
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any
 
+from ._readable import Readable
 from . import units
 
 
@@ -24,7 +26,7 @@ class Text(str):
 
 
 def fmt(value: float, unit: str = "", digits: int = 3) -> Text:
-    """`units.format_quantity` as glue-ready text: fmt(3.2e-3, 's') -> 3.2 ms."""
+    """`units.format_quantity` as glue-ready text: `fmt(3.2e-3, 's')` -> 3.2 ms."""
     return Text(units.format_quantity(value, unit, digits))
 
 
@@ -34,8 +36,17 @@ def glue(name: str, value: Any, unit: str | None = None, digits: int = 3) -> Any
     Numbers without a unit are glued as they are, so the Markdown can format them
     (`` {glue:text}`name:.1f` ``); strings are glued as plain text.
     """
+    from .errors import Error, text
+
+    text("name", name)
+    if type(value).__module__ == "numpy" and getattr(value, "shape", ()) != ():
+        raise Error(f"value must be one number or a string, got an array of shape {value.shape}")
     if type(value).__module__ == "numpy" and hasattr(value, "item"):
-        value = value.item()  # numpy 2 scalars repr as 'np.float64(2.2)', which glue cannot format
+        value = value.item()
+    if value is None:
+        raise Error("value must be a number or a string to glue, got None")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Error(f"value must be a finite number, got {value!r}: a page never shows nan or inf")  # numpy 2 scalars repr as 'np.float64(2.2)', which glue cannot format
     if unit is not None:
         value = fmt(value, unit, digits)
     elif isinstance(value, str) and not isinstance(value, Text):
@@ -52,7 +63,7 @@ def glue(name: str, value: Any, unit: str | None = None, digits: int = 3) -> Any
     return value
 
 
-class Table:
+class Table(Readable):
     """Rows shown as an HTML table in Jupyter, Colab and the book (fixed-width text elsewhere)."""
 
     def __init__(self, rows: list[dict[str, Any]], columns: list[str]):
@@ -89,7 +100,12 @@ def table(rows: "list[dict[str, Any]]", columns: "list[str] | None" = None) -> T
     """
     from .errors import Error
 
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, dict) for r in rows):
+        raise Error(f"rows must be a list of dicts (column -> value), got {type(rows).__name__}")
+    if columns is not None and (not isinstance(columns, (list, tuple)) or not columns
+                                or not all(isinstance(c, str) for c in columns)):
+        raise Error(f"columns must be a non-empty list of column names, got {columns!r:.60}")
     rows = [dict(r) for r in rows]
     if not rows:
-        raise Error("table() needs at least one row (a dict of column -> value)")
+        raise Error("rows must hold at least one row (a dict of column -> value)")
     return Table(rows, list(columns) if columns is not None else list(rows[0]))

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._readable import Readable
 from . import step, units
 from .errors import Error
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip
@@ -59,8 +61,9 @@ def candidates(model: Transformer, *, chips: int, seqs: int, seq_len: int,
     """Every strategy `plan` considers, before memory and speed are checked, as columns."""
     model = _as_model(model)
     _integer('chips', chips), _integer('seqs', seqs), _integer('seq_len', seq_len)
-    if not isinstance(remat, (tuple, list)) or not all(isinstance(r, str) for r in remat):
-        raise Error(f'remat must be a tuple of policy names, got {remat!r}; valid: {", ".join(POLICY_NAMES)}')
+    if (not isinstance(remat, (tuple, list)) or not remat or not all(isinstance(r, str) for r in remat)
+            or not set(remat) <= set(POLICY_NAMES)):
+        raise Error(f'remat must be a non-empty tuple of policy names, got {remat!r:.60}; valid: {", ".join(POLICY_NAMES)}')
     keys: list[tuple[int, ...]] = []  # (tp, cp, fsdp, dp, pp, ep)
     rows: list[tuple[int, ...]] = []  # (key index, virtual stages, microbatch)
     for tp in (t for t in _divisors(chips, MAX_TP) if _tp_ok(model, t)):
@@ -125,7 +128,7 @@ class Candidates:
 
 
 @dataclass(frozen=True)
-class TrainingPlan:
+class TrainingPlan(Readable):
     """What `plan` found: the fastest strategies that fit, and the time-memory Pareto front."""
 
     model_name: str
@@ -143,11 +146,11 @@ class TrainingPlan:
         items = self.best if which == "best" else self.pareto
         f = units.format_quantity
         return [{"rank": i + 1, "strategy": e.strategy.label(), "step": f(e.step_seconds, "s"),
-                 "MFU": f"{100 * e.mfu:.1f}%", "memory/chip": f(e.memory.bytes, "B"),
-                 "tokens/s/chip": f"{e.tokens_per_s_per_chip:.4g}"} for i, e in enumerate(items)]
+                 "MFU": f"{units.fmt_percent(e.mfu, 1)}", "memory/chip": f(e.memory.bytes, "B"),
+                 "tokens/s/chip": units.fmt_number(e.tokens_per_s_per_chip, 4)} for i, e in enumerate(items)]
 
     def __repr__(self) -> str:
-        head = (f"TrainingPlan({self.model_name} on {self.chips} {self.chip_name}, {self.batch_tokens:.4g} tokens x "
+        head = (f"TrainingPlan({self.model_name} on {self.chips} {self.chip_name}, {units.fmt_count(self.batch_tokens)} tokens x "
                 f"T={self.seq_len}: {self.fitting} of {self.considered} strategies fit)")
         lines = [head] + [f"  {r['rank']}. {r['strategy']}: step {r['step']}, MFU {r['MFU']}, {r['memory/chip']}"
                           for r in self.rows()]
@@ -222,10 +225,8 @@ def plan(model: Transformer, *, seq_len: int, batch_tokens: float | None = None,
     model = _as_model(model)
     if not isinstance(model, Transformer):
         raise Error(f"model must be a scalebook.models.Transformer, got {type(model).__name__}")
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise Error(f"top must be a positive integer, got {top!r}")
-    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
-        raise Error(f"seq_len must be a positive integer, got {seq_len!r}")
+    top = _require_count("top", top, maximum=10**4)
+    seq_len = _require_count("seq_len", seq_len, maximum=MAX_TOKENS)
     topo = _resolve_topology(chip, chips, topology)
     tokens = _batch(batch_tokens, batch_seqs, seq_len)
     cands = candidates(model, chips=topo.num_chips, seqs=round(tokens / seq_len), seq_len=seq_len, remat=remat)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ._readable import Readable
 from . import units
 from .errors import Error, require_positive
 from .errors import text as _text
@@ -76,7 +77,7 @@ def _f(value: float, unit: str) -> str:
 
 
 @dataclass(frozen=True)
-class HloOp:
+class HloOp(Readable):
     """One instruction of the entry computation of compiled HLO.
 
     `opcode` is HLO's ('fusion', 'all-gather', 'copy', ...); `fusion_kind` XLA's kind of a fusion
@@ -244,7 +245,7 @@ def categorize(name: str, hlo_categories: Mapping[str, str] | None = None) -> st
 
 
 @dataclass(frozen=True)
-class TraceEvent:
+class TraceEvent(Readable):
     """One execution of one HLO op on one device, read from a profiler trace.
 
     Times are seconds from the first op of the trace. `step` counts the program's executions in
@@ -274,7 +275,7 @@ class TraceEvent:
 
 
 @dataclass(frozen=True)
-class DeviceStep:
+class DeviceStep(Readable):
     """One device during one step: seconds in each category, counted once per instant (see the
     module doc), and idle. `seconds` + `idle` = `window` (the step's span over all devices);
     `inclusive` sums op durations per category without removing overlaps; `ops` counts events."""
@@ -325,7 +326,7 @@ def _exclusive(events: Sequence[TraceEvent], start: float, end: float) -> tuple[
 
 
 @dataclass(frozen=True)
-class Profile:
+class Profile(Readable):
     """The ops of one program's executions, per device and step, read from a profiler trace.
 
     `events`: every op execution, sorted by start. `module`: the program ('jit_step');
@@ -458,7 +459,7 @@ class Profile:
     def __repr__(self) -> str:
         t = self.totals()
         step = sum(t.values())
-        parts = ", ".join(f"{k} {100 * v / step:.0f}%" for k, v in t.items() if v > 0.005 * step)
+        parts = ", ".join(f"{k} {units.fmt_percent(v / step, 0)}" for k, v in t.items() if v > 0.005 * step)
         return (f"Profile({self.module}: {len(self.devices)} devices x {self.steps} steps, {len(self.events)} op "
                 f"events; mean step {_f(step, 's')}: {parts})")
 
@@ -642,7 +643,7 @@ def capture(fn: Callable, *args: Any, steps: int = 3, warmup: int = 1, carry: in
 
 
 @dataclass(frozen=True)
-class LineUpRow:
+class LineUpRow(Readable):
     """One quantity three ways: predicted (the package), compiled (XLA), measured (the trace).
 
     A value is None where that view has no such number. `unit` is a `units` unit ('', 'B', 's',
@@ -667,7 +668,7 @@ class LineUpRow:
 
 
 @dataclass(frozen=True)
-class LineUp:
+class LineUp(Readable):
     """Rows of `LineUpRow`, per device and per step; `predicted_chip` is the chip the package's
     seconds are for (the measured ones are on the machine that ran the trace)."""
 
@@ -764,7 +765,7 @@ def line_up(estimate: Any, *, hlo: str, mesh_shape: Mapping[str, int], memory: A
 
 
 @dataclass(frozen=True)
-class StepProfile:
+class StepProfile(Readable):
     """A training step (`jax_training`) compiled, run and profiled: the three views of it.
 
     `profile`: the parsed trace; `hlo`, `compiled`: the program; `memory`: `memory_analysis`;
@@ -790,7 +791,7 @@ class StepProfile:
 
     def __repr__(self) -> str:
         mesh = "x".join(f"{k}={v}" for k, v in self.mesh_shape.items())
-        return f"StepProfile({self.model.name} on {mesh}, B={self.batch}, T={self.seq_len}: {self.profile!r})"
+        return f"StepProfile({self.model.name} on {mesh}, B={self.batch}, T={self.seq_len}: {self.profile})"
 
     def _repr_html_(self) -> str:
         return self.profile._repr_html_()

@@ -62,7 +62,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Mapping, Sequence
 
-from . import runs, training
+from ._readable import Readable
+from . import runs, training, units
 from .errors import Error, instance, integer, number
 from .hardware import chip as _chip
 
@@ -71,7 +72,7 @@ __all__ = ["ErrorSummary", "RunComparison", "TrainingReport", "anchored_validati
 
 
 @dataclass(frozen=True)
-class ErrorSummary:
+class ErrorSummary(Readable):
     """Median, mean and max of |predicted / reported - 1| over `count` runs."""
 
     count: int
@@ -80,8 +81,8 @@ class ErrorSummary:
     max_abs_error: float
 
     def __repr__(self) -> str:
-        return (f"{self.count} runs: median {100 * self.median_abs_error:.1f}%, mean {100 * self.mean_abs_error:.1f}%, "
-                f"max {100 * self.max_abs_error:.1f}%")
+        return (f"{self.count} runs: median {units.fmt_percent(self.median_abs_error, 1)}, mean {units.fmt_percent(self.mean_abs_error, 1)}, "
+                f"max {units.fmt_percent(self.max_abs_error, 1)}")
 
 
 def summarize(errors: Sequence[float]) -> ErrorSummary:
@@ -89,14 +90,14 @@ def summarize(errors: Sequence[float]) -> ErrorSummary:
     if isinstance(errors, (str, bytes)) or not isinstance(errors, Sequence):
         raise Error(f"errors must be a list of numbers (predicted / reported - 1), got {type(errors).__name__}")
     if not errors:
-        raise Error("summarize needs at least one error")
+        raise Error("errors must hold at least one error")
     magnitudes = [abs(number(f"errors[{i}]", e)) for i, e in enumerate(errors)]
     return ErrorSummary(count=len(magnitudes), median_abs_error=statistics.median(magnitudes),
                         mean_abs_error=statistics.fmean(magnitudes), max_abs_error=max(magnitudes))
 
 
 @dataclass(frozen=True)
-class RunComparison:
+class RunComparison(Readable):
     """One validation run: reported and predicted tokens/s per chip, the signed error, and what the model simplifies.
 
     `predicted_tokens_per_s_per_chip` and `error` are None when the estimate raised (`failure` says
@@ -122,12 +123,12 @@ class RunComparison:
         return "; ".join(self.simplifications) or "no simplification flagged"
 
     def __repr__(self) -> str:
-        err = "n/a" if self.error is None else f"{100 * self.error:+.1f}%"
+        err = "n/a" if self.error is None else f"{units.fmt_percent(self.error, 1, signed=True)}"
         return f"RunComparison({self.id!r}: {err}; {self.reason})"
 
 
 @dataclass(frozen=True)
-class TrainingReport:
+class TrainingReport(Readable):
     """The validation report of `training_report()` (see the module docstring)."""
 
     overall: ErrorSummary
@@ -166,14 +167,14 @@ class TrainingReport:
 
     def _repr_html_(self) -> str:
         def row(name: str, s: ErrorSummary) -> str:
-            return (f"<tr><td>{escape(name)}</td><td>{s.count}</td><td>{100 * s.median_abs_error:.1f}%</td>"
-                    f"<td>{100 * s.mean_abs_error:.1f}%</td><td>{100 * s.max_abs_error:.1f}%</td></tr>")
+            return (f"<tr><td>{escape(name)}</td><td>{s.count}</td><td>{units.fmt_percent(s.median_abs_error, 1)}</td>"
+                    f"<td>{units.fmt_percent(s.mean_abs_error, 1)}</td><td>{units.fmt_percent(s.max_abs_error, 1)}</td></tr>")
 
         head = "<tr><th>runs</th><th>n</th><th>median |error|</th><th>mean |error|</th><th>max |error|</th></tr>"
         body = [row("all validation runs", self.overall)]
         body += [row(f"chip family {fam}", s) for fam, s in self.by_chip_family.items()]
         body += [row(f"source {src}", s) for src, s in self.by_source.items()]
-        worst = "".join(f"<tr><td>{escape(r.id)}</td><td>{100 * r.error:+.1f}%</td><td>{escape(r.reason)}</td></tr>"
+        worst = "".join(f"<tr><td>{escape(r.id)}</td><td>{units.fmt_percent(r.error, 1, signed=True)}</td><td>{escape(r.reason)}</td></tr>"
                         for r in self.worst)
         note = (f" The current efficiency constants were fitted on {escape(', '.join(self.anchored))}, marked validation: "
                 "refit them on the fit runs." if self.anchored else "")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, choose, require_non_negative, require_positive
 from .hardware import Chip, chip as _chip
@@ -22,7 +23,7 @@ BOUNDS = ("compute", "memory", "communication")
 
 
 @dataclass(frozen=True)
-class Roofline:
+class Roofline(Readable):
     """Time estimate of one operation on one chip (seconds), with the bound that wins."""
 
     flops: float
@@ -74,8 +75,8 @@ class Roofline:
         return (
             f"Roofline({self.bound}-bound: {', '.join(parts)}; "
             f"between {f(self.lower_seconds, 's')} and {f(self.upper_seconds, 's')}; "
-            f"intensity {self.intensity_flops_per_byte:.3g} vs critical "
-            f"{self.critical_intensity_flops_per_byte:.3g} FLOP/B)"
+            f"intensity {units.fmt_number(self.intensity_flops_per_byte)} vs critical "
+            f"{units.fmt_number(self.critical_intensity_flops_per_byte)} FLOP/B)"
         )
 
     def _repr_html_(self) -> str:
@@ -89,10 +90,15 @@ class Roofline:
         rows += [
             ("bound", f"<b>{self.bound}</b>"),
             ("time (overlapped .. serial)", f"{f(self.lower_seconds, 's')} .. {f(self.upper_seconds, 's')}"),
-            ("intensity / critical", f"{self.intensity_flops_per_byte:.3g} / {self.critical_intensity_flops_per_byte:.3g} FLOP/B"),
+            ("intensity / critical", f"{units.fmt_number(self.intensity_flops_per_byte)} / {units.fmt_number(self.critical_intensity_flops_per_byte)} FLOP/B"),
         ]
         body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
         return f"<table>{body}</table>"
+
+
+def _dtype_or(value, name: str, default: str) -> str:
+    """`value` (a dtype name, checked and named `name` in errors), or `default` when it is None."""
+    return default if value is None else units.canonical_dtype(value, name)
 
 
 def arithmetic_intensity(flops: float, bytes_: float) -> float:
@@ -152,6 +158,9 @@ def op(
     """
     c = _chip(chip)
     require_non_negative(flops=flops, hbm_bytes=hbm_bytes, comm_bytes=comm_bytes)
+    units.canonical_dtype(dtype, "dtype")
+    if not isinstance(comm_link, str):
+        raise Error(f"comm_link must be a link name such as 'ici', got {type(comm_link).__name__}")
     if flops == 0 and hbm_bytes == 0 and comm_bytes == 0:
         raise Error("an op must do some work: flops, hbm_bytes or comm_bytes must be > 0")
     if peak_flops_per_s is not None:
@@ -189,9 +198,9 @@ def matmul_bytes(
     (defaults to `dtype`): B*D*a + D*F*w + B*F*o.
     """
     require_positive(batch=batch, d_model=d_model, d_ff=d_ff)
-    a = units.dtype_bytes(dtype)
-    w = units.dtype_bytes(weight_dtype or dtype)
-    o = units.dtype_bytes(out_dtype or dtype)
+    a = units.dtype_bytes(dtype, "dtype")
+    w = units.dtype_bytes(_dtype_or(weight_dtype, "weight_dtype", dtype))
+    o = units.dtype_bytes(_dtype_or(out_dtype, "out_dtype", dtype))
     return batch * d_model * a + d_model * d_ff * w + batch * d_ff * o
 
 
@@ -204,7 +213,7 @@ def matmul_compute_dtype(chip: "str | Chip", dtype: str = "bf16", weight_dtype: 
     meet in bf16.
     """
     c = _chip(chip)
-    a, w = units.canonical_dtype(dtype), units.canonical_dtype(weight_dtype or dtype)
+    a, w = units.canonical_dtype(dtype, "dtype"), units.canonical_dtype(_dtype_or(weight_dtype, "weight_dtype", dtype))
     if a == w:
         return c.compute_dtype(a)
     if units.dtype_bytes(a) == units.dtype_bytes(w):
@@ -244,7 +253,7 @@ def critical_batch(chip: "str | Chip", dtype: str = "bf16", weight_dtype: str | 
     """
     c = _chip(chip)
     compute = matmul_compute_dtype(c, dtype, weight_dtype)
-    w = units.dtype_bytes(weight_dtype or dtype)
+    w = units.dtype_bytes(_dtype_or(weight_dtype, "weight_dtype", dtype))
     return c.peak_flops_per_s(compute) / c.hbm_bytes_per_s * w / 2.0
 
 
@@ -265,7 +274,7 @@ def split_matmul(
         c,
         flops=matmul_flops(batch, half, d_ff),
         hbm_bytes=matmul_bytes(batch, half, d_ff, dtype=dtype),
-        comm_bytes=batch * d_ff * units.dtype_bytes(dtype),
+        comm_bytes=batch * d_ff * units.dtype_bytes(dtype, "dtype"),
         dtype=dtype,
         comm_link="ici_one_way",
     )
@@ -278,7 +287,7 @@ def split_matmul_critical_d_model(chip: "str | Chip", dtype: str = "bf16") -> fl
     (2 peak / W in bf16), independent of B and F (chapter 1, "Network rooflines").
     """
     c = _chip(chip)
-    return units.dtype_bytes(dtype) * c.peak_flops_per_s(c.compute_dtype(dtype)) / c.ici_one_way_bytes_per_s
+    return units.dtype_bytes(dtype, "dtype") * c.peak_flops_per_s(c.compute_dtype(dtype)) / c.ici_one_way_bytes_per_s
 
 
 def tokens_per_expert(batch: float, routed_experts: int, experts_per_token: int) -> float:

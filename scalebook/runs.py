@@ -38,7 +38,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from ._readable import Readable
 from ._data import load
+from . import units
 from .errors import Error, choose
 from .models import Transformer, preset
 
@@ -52,7 +54,7 @@ _CLI_INT_FLAGS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp")
 
 
 @dataclass(frozen=True)
-class PublishedRun:
+class PublishedRun(Readable):
     """One published training run (see the module docstring for how each field is counted).
 
     `model` is a `scalebook.models` preset name or a read-only mapping of `Transformer` fields.
@@ -202,8 +204,8 @@ class PublishedRun:
     def __repr__(self) -> str:
         layout = " ".join(f"{name}={getattr(self, name)}" for name in ("dp", "fsdp", "tp", "pp", "ep", "cp")
                           if getattr(self, name) not in (None, 1))
-        reported = [f"MFU {100 * self.reported_mfu:.1f}%" if self.reported_mfu else "",
-                    f"HFU {100 * self.reported_hfu:.1f}%" if self.reported_hfu else "",
+        reported = [f"MFU {units.fmt_percent(self.reported_mfu, 1)}" if self.reported_mfu else "",
+                    f"HFU {units.fmt_percent(self.reported_hfu, 1)}" if self.reported_hfu else "",
                     f"{self.reported_flops_per_s_per_chip / 1e12:g} TFLOP/s/chip"
                     if self.reported_flops_per_s_per_chip else ""]
         return (f"PublishedRun({self.id!r}: {self.model_name} on {self.chips} {self.chip}, {layout or 'dp=1'}, "

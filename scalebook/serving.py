@@ -17,8 +17,10 @@ import html
 import itertools
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
-from .errors import Error, require_non_negative, require_positive
+from .errors import Error, _show, require_non_negative, require_positive
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
@@ -34,6 +36,7 @@ def frontier(model: Transformer, *, chip: "str | Chip", deployment: Deployment, 
     cache fills the memory: the latency/throughput frontier of Chapter 7.
     """
     model = _as_model(model)
+    _instance("deployment", deployment, Deployment, "make one with inference.Deployment(tp=...)")
     _instance('deployment', deployment, Deployment)
     _integer('prompt_len', prompt_len), _integer('output_len', output_len)
     most = max_batch(model, chip=chip, deployment=deployment, context=prompt_len + output_len, prompt_len=prompt_len)
@@ -48,7 +51,7 @@ def frontier(model: Transformer, *, chip: "str | Chip", deployment: Deployment, 
 
 
 @dataclass(frozen=True)
-class Workload:
+class Workload(Readable):
     """A server under continuous batching (module docstring), with its cost per token."""
 
     estimate: ServingEstimate
@@ -88,8 +91,8 @@ class Workload:
     def __repr__(self) -> str:
         f = units.format_quantity
         return (f"Workload({self.estimate.model_name}, batch {self.estimate.batch}: "
-                f"{f(self.per_token_latency_seconds, 's')}/token, {self.output_tokens_per_s:.4g} output token/s, "
-                f"{self.requests_per_s:.3g} requests/s, prefill {100 * self.prefill_share:.0f}% of the time)")
+                f"{f(self.per_token_latency_seconds, 's')}/token, {units.fmt_number(self.output_tokens_per_s, 4)} output token/s, "
+                f"{self.requests_per_s:.3g} requests/s, prefill {units.fmt_percent(self.prefill_share, 0)} of the time)")
 
 
 def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: Deployment, batch: "int | str",
@@ -101,6 +104,7 @@ def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: D
     batch / output_len x (1 - hit rate) prompts in one pass (`inference.mixed_step`).
     """
     model = _as_model(model)
+    _instance("deployment", deployment, Deployment, "make one with inference.Deployment(tp=...)")
     require_non_negative(prefix_hit_rate=prefix_hit_rate)
     if prefix_hit_rate >= 1:
         raise Error(f"prefix_hit_rate is a fraction below 1, got {prefix_hit_rate:g}")
@@ -118,7 +122,7 @@ def continuous_batching(model: Transformer, *, chip: "str | Chip", deployment: D
 
 
 @dataclass(frozen=True)
-class Speculation:
+class Speculation(Readable):
     """Speculative decoding (Leviathan et al. 2023; Chen et al. 2023) with i.i.d. acceptance."""
 
     acceptance_rate: float
@@ -128,6 +132,13 @@ class Speculation:
     #: step is memory-bound, more once g + 1 tokens per sequence make it compute-bound
     #: (`verify_cost_ratio` computes it for a deployment and batch).
     verify_cost_ratio: float = 1.0
+
+    def __post_init__(self) -> None:
+        require_positive(verify_cost_ratio=self.verify_cost_ratio)
+        require_non_negative(acceptance_rate=self.acceptance_rate, draft_cost_ratio=self.draft_cost_ratio)
+        if self.acceptance_rate > 1:
+            raise Error(f"acceptance_rate is a probability, at most 1; got {self.acceptance_rate:g}")
+        _require_count("draft_tokens", self.draft_tokens, maximum=MAX_TOKENS)
 
     @property
     def tokens_per_round(self) -> float:
@@ -161,11 +172,11 @@ def verify_cost_ratio(model: Transformer, *, chip: "str | Chip", deployment: Dep
     memory-bound at this batch, up to g + 1 once it is compute-bound (Chapter 7).
     """
     model = _as_model(model)
+    _instance("deployment", deployment, Deployment, "make one with inference.Deployment(tp=...)")
     from .inference import verify_step
 
     _positive = draft_tokens
-    if isinstance(_positive, bool) or not isinstance(_positive, int) or _positive < 1:
-        raise Error(f"draft_tokens must be a positive integer, got {draft_tokens!r}")
+    _positive = _require_count("draft_tokens", _positive, maximum=MAX_TOKENS)
     e = estimate(model, chip=chip, deployment=deployment, batch=batch, prompt_len=prompt_len,
                  output_len=output_len, **efficiency)
     return verify_step(e, tokens=draft_tokens + 1).seconds / e.decode.seconds
@@ -182,8 +193,7 @@ def speculative_decoding(*, acceptance_rate: float, draft_tokens: int, draft_cos
     require_non_negative(acceptance_rate=acceptance_rate, draft_cost_ratio=draft_cost_ratio)
     if acceptance_rate > 1:
         raise Error(f"acceptance_rate is a probability, at most 1; got {acceptance_rate:g}")
-    if isinstance(draft_tokens, bool) or not isinstance(draft_tokens, int) or draft_tokens < 1:
-        raise Error(f"draft_tokens must be a positive integer, got {draft_tokens!r}")
+    draft_tokens = _require_count("draft_tokens", draft_tokens, maximum=MAX_TOKENS)
     return Speculation(acceptance_rate=acceptance_rate, draft_tokens=draft_tokens, draft_cost_ratio=draft_cost_ratio,
                        verify_cost_ratio=verify_cost_ratio)
 
@@ -217,6 +227,7 @@ def speculation_break_even_batch(model: Transformer, *, chip: "str | Chip", depl
     exists. Found by bisection on the batch, which assumes the speedup falls with the batch.
     """
     model = _as_model(model)
+    _instance("deployment", deployment, Deployment, "make one with inference.Deployment(tp=...)")
     kw = dict(chip=chip, deployment=deployment, prompt_len=prompt_len, output_len=output_len,
               acceptance_rate=acceptance_rate, draft_tokens=draft_tokens, draft_cost_ratio=draft_cost_ratio,
               **efficiency)
@@ -238,7 +249,7 @@ def speculation_break_even_batch(model: Transformer, *, chip: "str | Chip", depl
 
 
 @dataclass(frozen=True)
-class Disaggregation:
+class Disaggregation(Readable):
     """Separate prefill and decode servers: how many prefill chips each decode chip needs."""
 
     prefill: ServingEstimate
@@ -264,6 +275,8 @@ def disaggregation(model: Transformer, *, chip: "str | Chip", prefill: Deploymen
     output_len x per-token latency / batch on the decode side; their ratio sizes the two pools.
     """
     model = _as_model(model)
+    _instance("prefill", prefill, Deployment, "make one with inference.Deployment(tp=...)")
+    _instance("decode", decode, Deployment, "make one with inference.Deployment(tp=...)")
     p = estimate(model, chip=chip, deployment=prefill, batch=1, prompt_len=prompt_len, output_len=output_len,
                  **efficiency)
     d = estimate(model, chip=chip, deployment=decode, batch=batch, prompt_len=prompt_len, output_len=output_len,
@@ -275,7 +288,7 @@ def disaggregation(model: Transformer, *, chip: "str | Chip", prefill: Deploymen
 # --- planner ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ServingPlan:
+class ServingPlan(Readable):
     """What `plan_serving` found: the best throughput per chip within the latency target, and
     the frontier (per-token latency against tokens/s per chip) over every configuration tried."""
 
@@ -291,7 +304,7 @@ class ServingPlan:
         f = units.format_quantity
         items = self.best if which == "best" else self.frontier
         return [{"rank": i + 1, "deployment": e.deployment.label(), "chips": e.chips, "batch": e.batch,
-                 "latency/token": f(e.per_token_latency_seconds, "s"), "tokens/s/chip": f"{e.output_tokens_per_s_per_chip:.4g}",
+                 "latency/token": f(e.per_token_latency_seconds, "s"), "tokens/s/chip": units.fmt_number(e.output_tokens_per_s_per_chip, 4),
                  "TTFT": f(e.ttft_seconds, "s"), "memory/chip": f(e.memory.bytes, "B")} for i, e in enumerate(items)]
 
     def __repr__(self) -> str:
@@ -303,10 +316,10 @@ class ServingPlan:
     def _repr_html_(self) -> str:
         rows = self.rows()
         if not rows:
-            return f"<p>{self!r}</p>"
+            return f"<p>{html.escape(str(self))}</p>"
         th = "".join(f"<th>{c}</th>" for c in rows[0])
         body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r.values()) + "</tr>" for r in rows)
-        cap = html.escape(repr(self).splitlines()[0])
+        cap = html.escape(str(self).splitlines()[0])
         return f"<table><caption>{cap}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -342,6 +355,12 @@ def plan_serving(model: Transformer, *, chip: "str | Chip", latency_target_s: fl
     c = _chip(chip)
     require_positive(latency_target_s=latency_target_s)
     _integer("max_chips", max_chips), _integer("top", top)
+    for name, dtypes in (("weights", weights), ("kv", kv)):
+        if isinstance(dtypes, str) or not isinstance(dtypes, (tuple, list)) or not dtypes:
+            raise Error(f"{name} must be a non-empty tuple of dtype names such as ('bf16', 'fp8'), got {_show(dtypes)}")
+        for dtype in dtypes:
+            units.canonical_dtype(dtype, name)
+    _require_count("prompt_len", prompt_len, maximum=MAX_TOKENS), _require_count("output_len", output_len, maximum=MAX_TOKENS)
     for name, dtypes in (("weights", weights), ("kv", kv)):
         if not isinstance(dtypes, (tuple, list)) or not all(isinstance(x, str) for x in dtypes):
             raise Error(f"{name} must be a tuple of dtype names such as ('bf16', 'fp8'), got {dtypes!r}")

@@ -60,8 +60,11 @@ import functools
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from ._readable import Readable
 from ._data import load
+from . import units
 from .errors import Error, choose
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .runs import NotModelled, from_entry
 from .models import Transformer, from_dict, preset
 
@@ -77,7 +80,7 @@ _REPORTED = (("reported_per_token_latency_seconds", "per token", 1e3, "ms"),
 
 
 @dataclass(frozen=True)
-class PublishedServing:
+class PublishedServing(Readable):
     """One published serving result (see the module docstring for how each field is counted).
 
     `model` is a `scalebook.models` preset name or a read-only mapping of `Transformer` fields.
@@ -178,7 +181,7 @@ class PublishedServing:
         layout = " ".join(f"{name}={getattr(self, name)}" for name in ("tp", "ep", "pp")
                           if getattr(self, name) not in (None, 1))
         batch = "max" if self.batch is None and self.max_batch else self.batch
-        reported = ", ".join(f"{label} {getattr(self, name) * scale:.4g} {unit}".replace(" %", "%").strip()
+        reported = ", ".join(f"{label} {units.fmt_number(getattr(self, name) * scale, 4)} {unit}".replace(" %", "%").strip()
                              for name, label, scale, unit in _REPORTED if getattr(self, name) is not None)
         return (f"PublishedServing({self.id!r}: {self.model_name} on {self.chips} {self.chip}"
                 f"{', ' + layout if layout else ''}, {self.weights} weights, {self.phase} of batch {batch}, "
@@ -267,7 +270,7 @@ class Prediction:
         if self.metric == "static batch end to end":
             pre, dec = e.prefill_batch_seconds, (e.output_len - 1) * e.per_token_latency_seconds
             step = e.decode
-            part = (f"prefill {100 * pre / (pre + dec):.0f}% of the predicted time, decode steps "
+            part = (f"prefill {units.fmt_percent(pre / (pre + dec), 0)} of the predicted time, decode steps "
                     f"{step.bound}-bound at batch {e.batch}")
         else:
             step = e.decode if self.metric == "per-token latency" else (e.prefill_batch or e.prefill)
@@ -278,10 +281,10 @@ class Prediction:
         slow = "slower" if self.error > 0 else "faster"
         why = f"the {self.family.upper()} family's constants do not follow this shape"
         if self.implied_hbm_fraction > 0.9:
-            why = (f"the reported time needs {100 * self.implied_hbm_fraction:.0f}% of peak HBM bandwidth for the "
+            why = (f"the reported time needs {units.fmt_percent(self.implied_hbm_fraction, 0)} of peak HBM bandwidth for the "
                    "bytes the model counts")
         return (f"predicted {abs(100 * self.error):.0f}% {slow} than reported; {part}; collectives "
-                f"{100 * share:.0f}% and the fixed per-layer cost {100 * fixed:.0f}% of the step; {why}")
+                f"{units.fmt_percent(share, 0)} and the fixed per-layer cost {units.fmt_percent(fixed, 0)} of the step; {why}")
 
 
 def predict(result: PublishedServing, **efficiency) -> Prediction | None:
@@ -326,7 +329,7 @@ def results_with_role(role: str, family: str | None = None) -> tuple[PublishedSe
 
 
 @dataclass(frozen=True)
-class ServingConstants:
+class ServingConstants(Readable):
     """The constants of one chip family's serving model (`inference.estimate`'s defaults):
     fractions of peak HBM bandwidth and of peak matmul FLOP/s, and fixed seconds per layer of every
     forward pass (a prefill pass or a decode step)."""
@@ -336,7 +339,7 @@ class ServingConstants:
     layer_overhead_seconds: float
 
     def __repr__(self) -> str:
-        return (f"ServingConstants(HBM {100 * self.bandwidth_efficiency:.0f}%, matmul {100 * self.compute_efficiency:.0f}%, "
+        return (f"ServingConstants(HBM {units.fmt_percent(self.bandwidth_efficiency, 0)}, matmul {units.fmt_percent(self.compute_efficiency, 0)}, "
                 f"{1e6 * self.layer_overhead_seconds:.0f} us per layer)")
 
 
@@ -419,7 +422,7 @@ def _stats(errors: "list[float]") -> tuple[float, float, float]:
 
 
 @dataclass(frozen=True)
-class ErrorStats:
+class ErrorStats(Readable):
     """Absolute relative errors of a group of validation results: |predicted / reported - 1|."""
 
     count: int
@@ -428,7 +431,7 @@ class ErrorStats:
     max: float
 
     def __repr__(self) -> str:
-        return f"{self.count} results: median {100 * self.median:.1f}%, mean {100 * self.mean:.1f}%, max {100 * self.max:.1f}%"
+        return f"{self.count} results: median {units.fmt_percent(self.median, 1)}, mean {units.fmt_percent(self.mean, 1)}, max {units.fmt_percent(self.max, 1)}"
 
 
 def _group(preds) -> ErrorStats:
@@ -437,7 +440,7 @@ def _group(preds) -> ErrorStats:
 
 
 @dataclass(frozen=True)
-class ValidationReport:
+class ValidationReport(Readable):
     """Every `validation` result predicted with the fitted defaults (Chapter 8): errors overall, by
     chip family and by source, and the worst results with what limits the model's step."""
 
@@ -465,8 +468,7 @@ def validation_report(*, worst: int = 5, **efficiency) -> ValidationReport:
 
     Fit results are left out of every statistic: they measure the fit, not the model.
     """
-    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
-        raise Error(f"worst must be a non-negative integer, got {worst!r}")
+    worst = _require_count("worst", worst, minimum=0, maximum=10**4)
     preds = tuple(p for p in (predict(r, **efficiency) for r in results_with_role("validation")) if p is not None)
     if not preds:
         raise Error("no validation result reports a figure the model predicts")

@@ -37,6 +37,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from ._readable import Readable
 from . import collectives, roofline, units
 from .errors import Error, _show
 from .hardware import Chip, chip as _chip
@@ -209,7 +210,7 @@ def parse(spec: str) -> MatmulSpec:
 
 
 @dataclass(frozen=True)
-class ShardLayout:
+class ShardLayout(Readable):
     """Where one sharded array lives (`layout`): its block on each device and how often it is copied.
 
     Chapter 3: a dimension cut by mesh axes of sizes n_1, n_2... is divided by their product on
@@ -245,6 +246,13 @@ class ShardLayout:
         """What all devices store together: array_bytes x replication."""
         return self.bytes_per_device * self.devices
 
+    def __repr__(self) -> str:
+        f = units.fmt_bytes
+        dims = lambda shape: " x ".join(f"{n:,}" for n in shape)  # noqa: E731
+        return (f"ShardLayout({self.array}: {dims(self.global_shape)} ({f(self.array_bytes)}), block "
+                f"{dims(self.local_shape)} ({f(self.bytes_per_device)}) per device; {self.shards} blocks, "
+                f"each on {self.replication} of {self.devices} devices, {f(self.total_bytes)} in all)")
+
 
 def layout(array: str, *, mesh: Mapping[str, int], dims: Mapping[str, int], dtype: str = "bf16") -> ShardLayout:
     """The local block, bytes per device and replication of an array such as `"A[I_X, J]"` (chapter 3).
@@ -270,7 +278,7 @@ def local_shape(array: str, *, mesh: Mapping[str, int], dims: Mapping[str, int])
 
 
 @dataclass(frozen=True)
-class Step:
+class Step(Readable):
     """One step of a plan.
 
     `kind`: a collective ('all-gather', 'reduce-scatter', 'all-reduce', 'all-to-all'), 'matmul',
@@ -308,7 +316,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(Readable):
     """How a sharded matmul runs: its steps in order, each with its cost (chapter 3).
 
     `seconds` adds the steps up (no overlap); `overlapped_seconds` is max(compute, comm), the

@@ -87,15 +87,15 @@ collective per layer per pass, this model's FSDP traffic is about 7 s per step, 
 14 s of compute, so it predicts about 14 s (+375%). Physically there is more: DeepSpeed's ZeRO-3
 of that time issued one AllGather per parameter tensor and synchronised the device before each
 (`_allgather_param`, deepspeed/runtime/zero/partition_parameters.py, version 0.3.16 of April
-2021; bib key deepspeed), keeping tensors under its `param_persistence_threshold` of 1e5
+2021; bib key deepspeed), keeping tensors under its `param_persistence_threshold` of 10⁵
 elements whole (four gathered matrices per GPT layer). Even with all of that exposed (4 matrices
 x 96 layers x 3 collectives: 9.3 s) the step would be about 23 s, not 67 s: the rest of the fall
 is not explained by latency or bandwidth the model can source, and the model does not reproduce
 it. The prefetch settings of that version do not change this (constants.py and stage3.py at
-v0.3.16): the prefetch bucket defaults to 5e7 elements and a new prefetch starts only when no
-gather is in flight, so one matrix at a time (each of a 175B layer's four holds 1.5e8 to 6e8
+v0.3.16): the prefetch bucket defaults to 5 × 10⁷ elements and a new prefetch starts only when no
+gather is in flight, so one matrix at a time (each of a 175B layer's four holds 1.5 × 10⁸ to 6 × 10⁸
 elements) is fetched while the previous one computes; `stage3_max_live_parameters` defaults to
-1e9 elements, about half of a 1.8e9-parameter layer. Overlap one matrix ahead instead of one
+10⁹ elements, about half of a 1.8 × 10⁹-parameter layer. Overlap one matrix ahead instead of one
 layer ahead hides about as much, since a matrix's gather and its compute both scale with its size.
 Each gradient is ReduceScattered per parameter tensor too (`_reduce_scatter_gradient`), which the
 count of 3 collectives per matrix above already includes.
@@ -110,6 +110,8 @@ import numpy as np
 
 from . import transformer as tr
 from .errors import model as _as_model
+from .errors import require_flag as _require_flag
+from .errors import MAX_TOKENS, Error as _Error, _show, require_count as _require_count
 from . import units
 from .models import Transformer
 from .strategy import REMAT, Placement
@@ -306,8 +308,13 @@ def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str,
     (2022)'s GPT layer with dropout, wide + rest / t is their eq. 2, s b h (10 + 24/t + 5 a s/(h t)),
     and (wide + rest) / t with sequence parallelism their s b h / t (34 + 5 a s / h).
     """
+    _require_flag('flash', flash)
+    _require_flag('dropout', dropout)
+    if not isinstance(policy, str) or policy not in tr.ACTIVATION_POLICIES:
+        raise _Error(f"unknown policy {_show(policy)}; valid: {', '.join(tr.ACTIVATION_POLICIES)}")
+    _require_count("seq_len", seq_len, maximum=MAX_TOKENS)
     model = _as_model(model)
-    b = units.dtype_bytes(dtype)
+    b = units.dtype_bytes(dtype, "dtype")
     wide = rest = 0.0
     for moe, count in ((False, model.dense_layers), (True, model.moe_layers)):
         if not count:

@@ -31,8 +31,10 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Mapping, Sequence
 
+from ._readable import Readable
 from . import units
-from .errors import Error, choose
+from .errors import MAX_CHIPS, Error, _show, choose, require_flag
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .topology import Axis, Topology
 
@@ -48,14 +50,17 @@ MATMUL_DTYPES = ("bf16", "fp8", "fp32")
 POLICY_NAMES = tuple(REMAT)
 
 
-def _positive_int(name: str, value: object) -> int:
+def _positive_int(name: str, value: object, maximum: int = MAX_CHIPS) -> int:
+    """`value` as a positive int, at most `maximum` (default: `errors.MAX_CHIPS`, 10**7)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Error(f"{name} must be a positive integer, got {value!r}")
+        raise Error(f"{name} must be a positive integer, got {_show(value)}")
+    if value > maximum:
+        raise Error(f"{name} is too large (at most {maximum:,}), got {_show(value)}")
     return value
 
 
 @dataclass(frozen=True, kw_only=True)
-class Strategy:
+class Strategy(Readable):
     """How a training step is split over chips; see the module docstring for each degree.
 
     `microbatch`: sequences per microbatch on each data-parallel replica (None: the whole
@@ -103,8 +108,13 @@ class Strategy:
             _positive_int(name, getattr(self, name))
         if self.microbatch is not None:
             _positive_int("microbatch", self.microbatch)
-        if not isinstance(self.reshard_after_forward, bool):
-            raise Error(f"reshard_after_forward must be True or False, got {self.reshard_after_forward!r}")
+        for name in ("sequence_parallel", "flash_attention", "tp_overlap", "reshard_after_forward"):
+            require_flag(name, getattr(self, name))
+        if isinstance(self.zero, bool) or not isinstance(self.zero, int):
+            raise Error(f"zero must be 0, 1 or 2 (the ZeRO stage of the dp part), got {_show(self.zero)}")
+        if self.dp * self.fsdp * self.tp * self.pp * self.cp > MAX_CHIPS:
+            raise Error(f"dp x fsdp x tp x pp x cp is too large (at most {MAX_CHIPS:,} chips), got "
+                        f"{self.dp * self.fsdp * self.tp * self.pp * self.cp:,}")
         choose("pipeline schedule", self.schedule, SCHEDULES)
         choose("remat policy", self.remat, tuple(REMAT))
         if self.zero not in (0, 1, 2) or isinstance(self.zero, bool):
@@ -112,10 +122,10 @@ class Strategy:
         if self.virtual_stages > 1 and self.schedule != "interleaved":
             object.__setattr__(self, "schedule", "interleaved")
         for name in ("param_dtype", "grad_dtype", "optimizer_dtype", "activation_dtype"):
-            object.__setattr__(self, name, units.canonical_dtype(getattr(self, name)))
+            object.__setattr__(self, name, units.canonical_dtype(getattr(self, name), name))
         if self.master_dtype is not None:
-            object.__setattr__(self, "master_dtype", units.canonical_dtype(self.master_dtype))
-        choose("matmul dtype", units.canonical_dtype(self.matmul_dtype), MATMUL_DTYPES)
+            object.__setattr__(self, "master_dtype", units.canonical_dtype(self.master_dtype, "master_dtype"))
+        choose("matmul dtype", units.canonical_dtype(self.matmul_dtype, "matmul_dtype"), MATMUL_DTYPES)
         object.__setattr__(self, "matmul_dtype", units.canonical_dtype(self.matmul_dtype))
         data = self.dp * self.fsdp
         if data % self.ep:
@@ -184,7 +194,7 @@ def _check_placement(s: Strategy, placement: Mapping[str, Sequence[str]]) -> dic
 # --- placement ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Placement:
+class Placement(Readable):
     """The sub-axes each group of a strategy runs over, on a topology built from them.
 
     `topology` has one axis per sub-axis used (so `collectives.cost(kind, topology, axes=...)`

@@ -38,9 +38,11 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ._readable import Readable
 from . import units
 from ._data import load
-from .errors import Error, require_positive
+from .errors import Error, _show, require_flag, require_non_negative, require_positive
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .hardware import Chip, chip as _chip
 
 LINKS = ("ici", "dcn", "nvlink", "infiniband")
@@ -86,6 +88,8 @@ def link_efficiency(link: str, chip: "str | Chip | None" = None) -> float:
     """Fraction of a link's rate that collectives reach on it (tpu_slices.json, ``links``)."""
     if not isinstance(link, str) or link not in LINKS:
         raise Error(f"unknown link {link!r}; valid: {', '.join(LINKS)}")
+    if chip is not None:
+        _chip(chip)
     eff = load("tpu_slices")["links"][link]["bandwidth_efficiency"]
     if isinstance(eff, dict):
         name = _chip(chip).name if chip is not None else None
@@ -114,7 +118,7 @@ def _axis(c: Chip, name: str, size: int, link: str, wraparound: bool, bytes_per_
 
 
 @dataclass(frozen=True)
-class Axis:
+class Axis(Readable):
     """One named mesh axis of a topology and the link that carries it.
 
     `bytes_per_s` is the `W` of chapter 3's collective formulas along this axis, per chip: the
@@ -138,6 +142,20 @@ class Axis:
     bandwidth_efficiency: "float | None" = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise Error(f"name must be an axis name such as 'X', got {_show(self.name)}")
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or not 1 <= self.size <= MAX_CHIPS:
+            raise Error(f"size must be a whole number of chips from 1 to {MAX_CHIPS:,}, got {_show(self.size)}")
+        if not isinstance(self.link, str) or self.link not in NETWORK:
+            raise Error(f"unknown link {_show(self.link)}; valid: {', '.join(NETWORK)}")
+        require_flag("wraparound", self.wraparound)
+        require_positive(bytes_per_s=self.bytes_per_s, one_way_bytes_per_s=self.one_way_bytes_per_s)
+        if self.latency_seconds is not None:
+            require_non_negative(latency_seconds=self.latency_seconds)
+        if self.bandwidth_efficiency is not None:
+            require_positive(bandwidth_efficiency=self.bandwidth_efficiency)
+            if self.bandwidth_efficiency > 1:
+                raise Error(f"bandwidth_efficiency is a fraction, at most 1; got {self.bandwidth_efficiency:g}")
         # axes cut from others (strategy placements, deployments) keep their network's figures
         if self.latency_seconds is None:
             object.__setattr__(self, "latency_seconds", link_latency_seconds(self.link))
@@ -155,7 +173,7 @@ class Axis:
 
 
 @dataclass(frozen=True)
-class Topology:
+class Topology(Readable):
     """Chips joined along named axes; see the module docstring for what each link means."""
 
     chip: Chip
@@ -225,7 +243,7 @@ def _parse_shape(shape: "str | Sequence[int]", what: str) -> tuple[int, ...]:
         dims = []
         for tok in tokens:
             tok = tok.strip()
-            if not (tok.isascii() and tok.isdigit()) or int(tok) < 1:
+            if not (tok.isascii() and tok.isdigit()) or not 1 <= int(tok) <= MAX_CHIPS:
                 raise Error(f"bad size {tok!r} in {what} {shape!r}; write positive integers joined by 'x', e.g. '8x16'")
             dims.append(int(tok))
         return tuple(dims)
@@ -234,8 +252,8 @@ def _parse_shape(shape: "str | Sequence[int]", what: str) -> tuple[int, ...]:
     except TypeError:
         raise Error(f"{what} must be a string like '8x16' or a tuple of sizes, got {shape!r}") from None
     for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-            raise Error(f"bad size {d!r} in {what} {shape!r}; sizes are positive integers")
+        if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= MAX_CHIPS:
+            raise Error(f"bad size {_show(d)} in {what} {_show(shape)}; sizes are positive integers")
     if not dims:
         raise Error(f"{what} needs at least one size, e.g. '8x16'")
     return dims
@@ -369,8 +387,7 @@ def multislice(chip: "str | Chip", shape: "str | Sequence[int]", *, slices: int,
     Each chip reaches the other slices at its share of its host's NIC, `Chip.dcn_bytes_per_s`
     (6.25 GB/s on v5p: 25 GB/s per host of 4 chips).
     """
-    if isinstance(slices, bool) or not isinstance(slices, int) or slices < 1:
-        raise Error(f"slices must be a positive integer, got {slices!r}")
+    slices = _require_count("slices", slices, maximum=MAX_CHIPS)
     inner = slice(chip, shape)
     axis_names = _names(names, len(inner.axes) + 1, _TORUS_NAMES[:len(inner.axes)] + ("D",))
     c = inner.chip
@@ -427,8 +444,7 @@ def gpu_cluster(chip: "str | Chip", *, nodes: int, nodes_per_leaf: "int | None" 
     pod = load("hardware_specs")["gpu_networking"]["dgx_h100_superpod_1024"]
     per_leaf = pod["nodes_per_su"] if nodes_per_leaf is None else nodes_per_leaf
     for label, v in (("nodes", nodes), ("nodes_per_leaf", per_leaf)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise Error(f"{label} must be a positive integer, got {v!r}")
+        v = _require_count(label, v, maximum=MAX_CHIPS)
     if nodes > per_leaf and nodes % per_leaf:
         raise Error(f"{nodes} nodes do not fill whole leaves of {per_leaf}; use a multiple of {per_leaf} "
                     f"or at most {per_leaf} nodes")
@@ -509,8 +525,7 @@ def for_chips(chip: "str | Chip", chips: int) -> Topology:
     fits in it; otherwise whole domains on a fat tree (`gpu_cluster`, leaves of up to 32 nodes).
     """
     c = _chip(chip)
-    if isinstance(chips, bool) or not isinstance(chips, int) or chips < 1:
-        raise Error(f"chips must be a positive integer, got {chips!r}")
+    chips = _require_count("chips", chips, maximum=MAX_CHIPS)
     if not c.is_tpu:
         if chips <= c.nvlink_domain:
             return gpu_node(c, str(chips))

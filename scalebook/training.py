@@ -27,9 +27,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ._readable import Readable
 from . import collectives, step, units
 from ._data import load
 from .errors import Error, require_positive
+from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .hardware import Chip, chip as _chip
@@ -66,7 +68,7 @@ def price_per_chip_hour(chip: "str | Chip") -> float | None:
 # --- results ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class StepCollective:
+class StepCollective(Readable):
     """One kind of collective a step runs: `count` times per step, `seconds` each.
 
     `array_bytes` is V in `collectives`' convention (the array whole along `axes`); `per_layer`
@@ -94,7 +96,7 @@ class StepCollective:
 
 
 @dataclass(frozen=True)
-class MemoryPerChip:
+class MemoryPerChip(Readable):
     """Bytes one chip holds during a step, by part (module docstring), against its HBM."""
 
     params_bytes: float
@@ -125,7 +127,7 @@ class MemoryPerChip:
 
 
 @dataclass(frozen=True)
-class TrainingEstimate:
+class TrainingEstimate(Readable):
     """The result of `estimate`: time, memory and utilisation of one training step.
 
     Times are seconds per step on one chip. `compute_seconds` = `matmul_seconds` (FLOPs at the
@@ -249,18 +251,18 @@ class TrainingEstimate:
         f = units.format_quantity
         fit = "fits" if self.fits else "DOES NOT FIT"
         return (f"TrainingEstimate({self.model_name} on {self.chips} {self.chip.name}, {self.strategy.label()}: "
-                f"step {f(self.step_seconds, 's')}, MFU {100 * self.mfu:.1f}%, "
+                f"step {f(self.step_seconds, 's')}, MFU {units.fmt_percent(self.mfu, 1)}, "
                 f"{f(self.tokens_per_s_per_chip, 'token/s')} per chip, memory {f(self.memory.bytes, 'B')} ({fit}))")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
-        rows = [(k, f(v, "s"), f"{100 * v / self.step_seconds:.1f}%") for k, v in self.breakdown().items()]
+        rows = [(k, f(v, "s"), f"{units.fmt_percent(v / self.step_seconds, 1)}") for k, v in self.breakdown().items()]
         body = "".join(f"<tr><td>{a}</td><td style='text-align:right'>{b}</td><td style='text-align:right'>{c}</td>"
                        f"</tr>" for a, b, c in rows)
         mem = "".join(f"<tr><td>{k}</td><td style='text-align:right'>{f(v, 'B')}</td><td></td></tr>"
                       for k, v in self.memory.parts().items() if v)
         cap = (f"{self.model_name} on {self.chips} {self.chip.display_name}, {self.strategy.label()}: step "
-               f"{f(self.step_seconds, 's')}, MFU {100 * self.mfu:.1f}%, memory {f(self.memory.bytes, 'B')} of "
+               f"{f(self.step_seconds, 's')}, MFU {units.fmt_percent(self.mfu, 1)}, memory {f(self.memory.bytes, 'B')} of "
                f"{f(self.memory.hbm_bytes, 'B')}")
         return (f"<table><caption>{cap}</caption><thead><tr><th>part</th><th>seconds</th><th>share</th></tr></thead>"
                 f"<tbody>{body}<tr><th colspan=3 style='text-align:left'>memory per chip</th></tr>{mem}</tbody></table>")
@@ -303,8 +305,7 @@ def _batch(batch_tokens: float | None, batch_seqs: int | None, seq_len: int) -> 
     if (batch_tokens is None) == (batch_seqs is None):
         raise Error("give exactly one of batch_tokens (tokens per step) or batch_seqs (sequences per step)")
     if batch_seqs is not None:
-        if isinstance(batch_seqs, bool) or not isinstance(batch_seqs, int) or batch_seqs < 1:
-            raise Error(f"batch_seqs must be a positive integer, got {batch_seqs!r}")
+        batch_seqs = _require_count("batch_seqs", batch_seqs, maximum=MAX_TOKENS)
         return float(batch_seqs * seq_len)
     require_positive(batch_tokens=batch_tokens)
     seqs = round(batch_tokens / seq_len)  # "4M tokens" of 2,048-token sequences: 1,953 sequences
@@ -390,8 +391,7 @@ def estimate(model: Transformer, *, strategy: Strategy, seq_len: int, batch_toke
                     f"got {type(model).__name__}")
     if not isinstance(strategy, Strategy):
         raise Error(f"strategy must be a scalebook.training.Strategy, got {type(strategy).__name__}")
-    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
-        raise Error(f"seq_len must be a positive integer, got {seq_len!r}")
+    seq_len = _require_count("seq_len", seq_len, maximum=MAX_TOKENS)
     topo = _resolve_topology(chip, chips, topology)
     tokens = _batch(batch_tokens, batch_seqs, seq_len)
     check_fits_model(model, strategy, seq_len)
@@ -606,9 +606,8 @@ def rule_of_thumb_batch_per_chip(chip: "str | Chip", *, link: str = "ici", grad_
     c = _chip(chip)
     w = link_bytes_per_s(c, link)
     for name, v in (("tp", tp), ("chips_sharing", chips_sharing)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise Error(f"{name} must be a positive integer, got {v!r}")
-    return units.dtype_bytes(grad_dtype) / 2 * c.peak_flops_per_s("bf16") / w / tp / chips_sharing
+        v = _require_count(name, v, maximum=MAX_CHIPS)
+    return units.dtype_bytes(grad_dtype, "grad_dtype") / 2 * c.peak_flops_per_s("bf16") / w / tp / chips_sharing
 
 
 def pipeline_bubble_fraction(*, pp: int, microbatches: int, virtual_stages: int = 1) -> float:
@@ -619,8 +618,7 @@ def pipeline_bubble_fraction(*, pp: int, microbatches: int, virtual_stages: int 
     """
     _integer('pp', pp), _integer('microbatches', microbatches), _integer('virtual_stages', virtual_stages)
     for name, v in (("pp", pp), ("microbatches", microbatches), ("virtual_stages", virtual_stages)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise Error(f"{name} must be a positive integer, got {v!r}")
+        v = _require_count(name, v, maximum=MAX_CHIPS)
     bubble = (pp - 1) / virtual_stages
     return bubble / (microbatches + bubble)
 
@@ -633,7 +631,7 @@ def min_expert_width(chip: "str | Chip", *, link: str, activation_dtype: str = "
     F_e >= (2 b / 9) C / W (Chapter 5; the batch and k cancel).
     """
     c = _chip(chip)
-    return 2 * units.dtype_bytes(activation_dtype) / 9 * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
+    return 2 * units.dtype_bytes(activation_dtype, "activation_dtype") / 9 * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
 
 
 def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, activation_dtype: str = "bf16") -> float:
@@ -647,7 +645,7 @@ def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, acti
     """
     model = _as_model(model)
     c = _chip(chip)
-    b = units.dtype_bytes(activation_dtype)
+    b = units.dtype_bytes(activation_dtype, "activation_dtype")
     return b * model.kv_heads / model.heads * c.peak_flops_per_s("bf16") / link_bytes_per_s(c, link)
 
 
@@ -697,7 +695,7 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
     layer = (facts.layer_dense_params + facts.layer_expert_params * (model.experts_per_token /
              max(model.routed_experts, 1))) / model.layers
     peak = c.peak_flops_per_s("bf16") * efficiency
-    return 6 * layer * w / (8 * model.d_model * units.dtype_bytes(activation_dtype) * peak)
+    return 6 * layer * w / (8 * model.d_model * units.dtype_bytes(activation_dtype, "activation_dtype") * peak)
 
 
 # --- calibration -------------------------------------------------------------------------------

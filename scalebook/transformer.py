@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._readable import Readable
 from . import units
 from .errors import Error, choose, require_non_negative, require_positive
+from .errors import require_flag as _require_flag
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .errors import model as _as_model
 from .models import Transformer
@@ -96,7 +98,7 @@ def _mlp_biases(model: Transformer, width: int) -> int:
 # --- parameters --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ParamCounts:
+class ParamCounts(Readable):
     """Parameters of a model by part, whole model (Chapter 4). Counts, not bytes.
 
     `embedding_params` = V D (+ learned positions x D); `unembedding_params` = V D, or 0 when
@@ -148,11 +150,11 @@ class ParamCounts:
 
     def _repr_html_(self) -> str:
         total = self.total_params
-        rows = [(k, f"{v:,}", format_count(v), f"{100 * v / total:.1f}%") for k, v in self.parts().items()]
+        rows = [(k, f"{v:,}", format_count(v), f"{units.fmt_percent(v / total, 1)}") for k, v in self.parts().items()]
         rows.append(("<b>total</b>", f"<b>{total:,}</b>", f"<b>{format_count(total)}</b>", "100%"))
         if self.active_params != total:
             rows.append(("active per token", f"{self.active_params:,}", format_count(self.active_params),
-                         f"{100 * self.active_params / total:.1f}%"))
+                         f"{units.fmt_percent(self.active_params / total, 1)}"))
         return _html_table(("part", "params", "", "share"), rows, f"Parameters of {self.model_name}")
 
 
@@ -184,7 +186,7 @@ def params(model: Transformer) -> ParamCounts:
 # --- FLOPs ---------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class FlopsPerToken:
+class FlopsPerToken(Readable):
     """Matmul FLOPs per token of one forward pass, by part (Chapter 4).
 
     `attention_projection_flops` = 2 x attention weights per layer (QKV and O);
@@ -240,12 +242,12 @@ class FlopsPerToken:
         f = units.format_quantity
         return (f"FlopsPerToken({self.model_name}, T={self.seq_len}{', causal' if self.causal else ''}: "
                 f"forward {f(self.forward_flops, 'FLOP')}, training {f(self.training_flops, 'FLOP')}, "
-                f"attention {100 * self.attention_fraction:.1f}%)")
+                f"attention {units.fmt_percent(self.attention_fraction, 1)})")
 
     def _repr_html_(self) -> str:
         f = units.format_quantity
         fw = self.forward_flops
-        rows = [(k, f(v, "FLOP"), f"{100 * v / fw:.1f}%") for k, v in self.parts().items()]
+        rows = [(k, f(v, "FLOP"), f"{units.fmt_percent(v / fw, 1)}") for k, v in self.parts().items()]
         rows += [("<b>forward</b>", f"<b>{f(fw, 'FLOP')}</b>", "100%"),
                  ("training (3x)", f(self.training_flops, "FLOP"), "300%")]
         cap = f"FLOPs per token of {self.model_name}, T={self.seq_len}{' (causal)' if self.causal else ''}"
@@ -268,6 +270,7 @@ def flops_per_token(model: Transformer, *, seq_len: int = 0, causal: bool = True
     + attention scores 4 T_eff N H per layer (T_eff = T/2 when `causal`). `seq_len=0` leaves the
     attention scores out. Training per token is 3 x forward (`.training_flops`).
     """
+    _require_flag('causal', causal)
     model = _as_model(model)
     _check_seq(seq_len)
     D, L = model.d_model, model.layers
@@ -289,6 +292,9 @@ def layer_flops_per_token(model: Transformer, *, seq_len: int = 0, causal: bool 
 
     `moe` picks a MoE layer or a dense one; default: MoE if the model has MoE layers.
     """
+    _require_flag('causal', causal)
+    if moe is not None:
+        _require_flag('moe', moe)
     model = _as_model(model)
     _check_seq(seq_len)
     if moe is None:
@@ -316,13 +322,16 @@ def attention_crossover_seq_len(model: Transformer, *, causal: bool = False, moe
     T* = (projection + MLP FLOPs) / (score FLOPs per unit of T). For an MHA layer with N H = D
     and a gated MLP of F = 4 D, T* = 8 D without the causal halving and 16 D with it (Chapter 4).
     """
+    _require_flag('causal', causal)
+    if moe is not None:
+        _require_flag('moe', moe)
     model = _as_model(model)
     one = layer_flops_per_token(model, seq_len=1, causal=causal, moe=moe)
     return one.forward_flops_without_attention / one.attention_score_flops
 
 
 @dataclass(frozen=True)
-class TrainingFlops:
+class TrainingFlops(Readable):
     """FLOPs to train on `tokens` tokens: exact count beside the 6 N D rule (Chapter 4).
 
     `flops` = 3 x forward FLOPs per token x tokens (attention at `seq_len` included);
@@ -343,8 +352,8 @@ class TrainingFlops:
         return self.flops / self.six_nd_flops
 
     def __repr__(self) -> str:
-        return (f"TrainingFlops({self.model_name}, {self.tokens:.3g} tokens at T={self.seq_len}: "
-                f"{self.flops:.3g} FLOPs exact, 6ND = {self.six_nd_flops:.3g} FLOPs, ratio {self.ratio:.3f})")
+        return (f"TrainingFlops({self.model_name}, {units.fmt_count(self.tokens)} tokens at T={self.seq_len}: "
+                f"{units.fmt_count(self.flops)} FLOPs exact, 6ND = {units.fmt_count(self.six_nd_flops)} FLOPs, ratio {self.ratio:.3f})")
 
 
 def training_flops(model: Transformer, *, tokens: float, seq_len: int = 0, causal: bool = True) -> TrainingFlops:
@@ -353,6 +362,7 @@ def training_flops(model: Transformer, *, tokens: float, seq_len: int = 0, causa
     N is the active parameter count (embedding included, as most papers quote it); the exact
     count adds attention scores and leaves out the FLOP-free embedding lookup.
     """
+    _require_flag('causal', causal)
     model = _as_model(model)
     require_positive(tokens=tokens)
     per = flops_per_token(model, seq_len=seq_len, causal=causal)
@@ -364,7 +374,7 @@ def training_flops(model: Transformer, *, tokens: float, seq_len: int = 0, causa
 # --- memory: parameters, gradients, optimizer state ---------------------------------------------
 
 @dataclass(frozen=True)
-class TrainingMemory:
+class TrainingMemory(Readable):
     """Bytes of the training state, whole model (Chapter 4). Activations are separate.
 
     params x (param dtype + grad dtype + Adam first moment + second moment + master copy).
@@ -421,11 +431,14 @@ def training_memory(model: Transformer, *, param_dtype: str = "bf16", grad_dtype
     """
     model = _as_model(model)
     n = params(model).total_params
-    b = units.dtype_bytes
+    given = {"param_dtype": param_dtype, "grad_dtype": grad_dtype, "first_moment_dtype": first_moment_dtype,
+             "second_moment_dtype": second_moment_dtype, "master_dtype": master_dtype}
+    b = {name: units.dtype_bytes(dtype, name) for name, dtype in given.items()
+         if dtype is not None or name != "master_dtype"}  # no master copy: master_dtype=None
     return TrainingMemory(
-        model_name=model.name, params=n, param_bytes=n * b(param_dtype), grad_bytes=n * b(grad_dtype),
-        first_moment_bytes=n * b(first_moment_dtype), second_moment_bytes=n * b(second_moment_dtype),
-        master_bytes=n * b(master_dtype) if master_dtype is not None else 0.0,
+        model_name=model.name, params=n, param_bytes=n * b["param_dtype"], grad_bytes=n * b["grad_dtype"],
+        first_moment_bytes=n * b["first_moment_dtype"], second_moment_bytes=n * b["second_moment_dtype"],
+        master_bytes=n * b["master_dtype"] if master_dtype is not None else 0.0,
     )
 
 
@@ -448,7 +461,7 @@ class SavedTensor:
 
 
 @dataclass(frozen=True)
-class ActivationMemory:
+class ActivationMemory(Readable):
     """Activations a layer keeps for the backward pass under a remat policy (Chapter 4).
 
     Policies (what each layer saves; everything else is recomputed in the backward pass):
@@ -597,11 +610,14 @@ def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: s
     log-sum-exp (4 N bytes per token), so 'attention' saves the same as 'none' there; RoPE
     saves nothing (its backward rotates the gradient back by angles fixed by the positions).
     """
+    _require_flag('flash_attention', flash_attention)
+    _require_flag('causal', causal)
+    _require_flag('dropout', dropout)
     model = _as_model(model)
     require_positive(batch=batch, seq_len=seq_len)
     choose("remat policy", policy, ACTIVATION_POLICIES)
     _instance("dropout", dropout, bool)
-    b = units.dtype_bytes(dtype)
+    b = units.dtype_bytes(dtype, "dtype")
     total = 0.0
     tensors: tuple[SavedTensor, ...] = ()
     for moe, count in ((False, model.dense_layers), (True, model.moe_layers)):
@@ -618,7 +634,7 @@ def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: s
 # --- KV cache ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class KVCache:
+class KVCache(Readable):
     """Bytes of the KV cache (Chapter 4).
 
     Per token per layer: 2 K H elements (keys and values of the K kv heads); MLA caches the
@@ -662,9 +678,9 @@ def kv_cache(model: Transformer, *, seq_len: int = 1, batch: int = 1, dtype: str
         per_layer = model.mla_kv_compression_dim + model.mla_rope_head_dim
     else:
         per_layer = 2 * model.kv_heads * model.head_dim
-    return KVCache(model_name=model.name, dtype=units.canonical_dtype(dtype), seq_len=seq_len, batch=batch,
+    return KVCache(model_name=model.name, dtype=units.canonical_dtype(dtype, "dtype"), seq_len=seq_len, batch=batch,
                    layers=model.layers, elements_per_token_per_layer=per_layer,
-                   bytes_per_token_per_layer=per_layer * units.dtype_bytes(dtype))
+                   bytes_per_token_per_layer=per_layer * units.dtype_bytes(dtype, "dtype"))
 
 
 # --- attention's arithmetic intensity -----------------------------------------------------------
@@ -679,7 +695,7 @@ def _require_standard_attention(model: Transformer, what: str) -> None:
 
 
 @dataclass(frozen=True)
-class AttentionIntensity:
+class AttentionIntensity(Readable):
     """FLOPs and HBM bytes of one layer's dot-product attention (QK^T, softmax, AV) (Chapter 4).
 
     Projections are not included: they are ordinary weight matmuls (Chapter 1's critical batch).
@@ -703,7 +719,7 @@ class AttentionIntensity:
         f = units.format_quantity
         return (f"AttentionIntensity({self.model_name}, {self.phase}, B={self.batch}, T={self.seq_len}: "
                 f"{f(self.flops, 'FLOP')} over {f(self.hbm_bytes, 'B')}, "
-                f"{self.intensity_flops_per_byte:.3g} FLOP/B)")
+                f"{units.fmt_number(self.intensity_flops_per_byte)} FLOP/B)")
 
 
 def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, phase: str = "prefill",
@@ -727,10 +743,11 @@ def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, pha
       + N (2 d_c + d_R)). All N heads share one cached latent, so the intensity tends to
       2 N (2 d_c + d_R) / (b (d_c + d_R)), about N in bf16. MLA prefill is not modelled.
     """
+    _require_flag('causal', causal)
     model = _as_model(model)
     choose("phase", phase, ATTENTION_PHASES)
     require_positive(seq_len=seq_len, batch=batch)
-    b = units.dtype_bytes(dtype)
+    b = units.dtype_bytes(dtype, "dtype")
     if model.is_mla:
         if phase != "decode":
             raise Error(f"attention_intensity models MLA ({model.name}) in decode only, where its "
@@ -755,7 +772,7 @@ def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, pha
 # --- FlashAttention: forward, backward, recomputation ------------------------------------------
 
 @dataclass(frozen=True)
-class FlashAttentionCost:
+class FlashAttentionCost(Readable):
     """Matmul FLOPs and least HBM bytes of one layer's attention, forward and backward (Chapter 4).
 
     Forward: S = Q K^T, P = softmax(S), O = P V; it keeps O and the log-sum-exp l (fp32, one per
@@ -823,12 +840,13 @@ def flash_attention_cost(model: Transformer, *, batch: int, seq_len: int, causal
     per block of queries, which lowers the intensity towards the query block size.
     `probabilities_bytes` is the B N T^2 b matrix P that a non-fused kernel would keep instead.
     """
+    _require_flag('causal', causal)
     model = _as_model(model)
     batch, seq_len = _integer("batch", batch), _integer("seq_len", seq_len)
     _instance("causal", causal, bool)
     _require_standard_attention(model, "flash_attention_cost")
     N, K, H = model.heads, model.kv_heads, model.head_dim
-    b, c = units.dtype_bytes(dtype), 4
+    b, c = units.dtype_bytes(dtype, "dtype"), 4
     t_eff = seq_len / 2 if causal else seq_len
     one = 2.0 * batch * t_eff * seq_len * N * H            # one T_eff x T x H matmul, all heads
     return FlashAttentionCost(
@@ -844,7 +862,7 @@ def flash_attention_cost(model: Transformer, *, batch: int, seq_len: int, causal
 # --- MFU from reported chip-hours --------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ReportedMfu:
+class ReportedMfu(Readable):
     """MFU implied by a run's reported chip-hours (Chapter 4).
 
     `mfu` = model FLOPs / (chip-hours x 3600 x peak); `model_flops` is 3 x forward per token x
@@ -873,9 +891,9 @@ class ReportedMfu:
         return self.six_nd_flops / self.available_flops
 
     def __repr__(self) -> str:
-        return (f"ReportedMfu({self.model_name} on {self.chip}: {self.tokens:.3g} tokens in "
-                f"{self.chip_hours:.3g} chip-hours: MFU {100 * self.mfu:.1f}% "
-                f"(6ND: {100 * self.six_nd_mfu:.1f}%))")
+        return (f"ReportedMfu({self.model_name} on {self.chip}: {units.fmt_count(self.tokens)} tokens in "
+                f"{units.fmt_number(self.chip_hours)} chip-hours: MFU {units.fmt_percent(self.mfu, 1)} "
+                f"(6ND: {units.fmt_percent(self.six_nd_mfu, 1)}))")
 
 
 def mfu_from_chip_hours(model: Transformer, *, tokens: float, chip_hours: float, chip: str,

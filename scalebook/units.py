@@ -1,9 +1,9 @@
 """SI prefixes, dtype sizes, and formatting/parsing of quantities with units.
 
 Inside scalebook every quantity is a plain float in SI base units: seconds, bytes, FLOPs,
-bytes/s, FLOPs/s. Human strings ("3.2 ms", "70 GB", "4.6e14 FLOP/s") are turned into those
+bytes/s, FLOPs/s. Human strings (`"3.2 ms"`, `"70 GB"`, `"4.6e14 FLOP/s"`) are turned into those
 floats by `parse_quantity` and back by `format_quantity`; nothing else in the package formats
-numbers with units. Decimal prefixes throughout (1 GB = 1e9 B), as vendors print them; binary
+numbers with units. Decimal prefixes throughout (1 GB = 10⁹ B), as vendors print them; binary
 prefixes (KiB, MiB, GiB) are accepted where a string says so.
 """
 from __future__ import annotations
@@ -62,17 +62,21 @@ _BASE = {
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 
 
-def dtype_bytes(dtype: str) -> float:
-    """Bytes per element of `dtype` (e.g. 2 for bf16, 0.5 for int4)."""
+def dtype_bytes(dtype: str, name: str = "dtype") -> float:
+    """Bytes per element of `dtype` (e.g. 2 for bf16, 0.5 for int4); `name` is the argument's name
+    for the error message."""
+    if not isinstance(name, str):
+        raise Error(f"name must be the argument's name (a string), got {type(name).__name__}")
     if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
-        raise Error(f"unknown dtype {dtype!r}; valid: {', '.join(sorted(set(map(canonical_dtype, DTYPE_BYTES))))}")
+        raise Error(f"unknown {name} {_show(dtype)}; valid: {', '.join(sorted(set(map(canonical_dtype, DTYPE_BYTES))))}")
     return DTYPE_BYTES[dtype]
 
 
-def canonical_dtype(dtype: str) -> str:
-    """The package's short name for a dtype ('bfloat16' -> 'bf16'); raises `Error` if unknown."""
-    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
-        dtype_bytes(dtype)
+def canonical_dtype(dtype: str, name: str = "dtype") -> str:
+    """The package's short name for a dtype ('bfloat16' -> 'bf16'); raises `Error` if unknown,
+    naming the argument `name`."""
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES or not isinstance(name, str):
+        dtype_bytes(dtype, name)
     return _CANONICAL_DTYPE.get(dtype, dtype)
 
 
@@ -158,7 +162,7 @@ def _round(value: float, digits: int) -> float:
 def _positional(value: float, digits: int) -> str:
     """`value` to `digits` significant figures in positional notation: '330', '3.2', '0.0012'.
 
-    Unlike the 'g' format it never switches to an exponent ('3.3e+02') when the number has
+    Unlike the 'g' format it never switches to an exponent (`'3.3e+02'`) when the number has
     more integer digits than significant ones; trailing zeros after the point are dropped.
     """
     rounded = _round(value, digits)
@@ -169,25 +173,50 @@ def _positional(value: float, digits: int) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def scientific(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant figures times a power of ten, as prose writes it.
+
+    `scientific(6.35e24) == '6.35 × 10²⁴'`, `scientific(1e-5) == '1 × 10⁻⁵'`: the exponent in
+    superscript digits, trailing zeros of the mantissa dropped; never the `'6.35e+24'` of code.
+    Zero prints as '0'; infinities and NaN as Python prints them.
+    """
+    value = _number("value", value) if not (isinstance(value, float) and not math.isfinite(value)) else value
+    digits = _integer("digits", digits)
+    if not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
 def _unprefixed(value: float, digits: int) -> str:
-    """A number printed without a prefix: written out from 1e-4 up to 1000, with an exponent outside."""
+    """A number printed without a prefix: written out from 10⁻⁴ up to 1000, times a power of ten outside."""
     if math.isfinite(value) and 1e-4 <= abs(_round(value, digits)) < 1000:
         return _positional(value, digits)
-    return f"{value:.{digits}g}"
+    if math.isfinite(value) and value == 0:
+        return "0"
+    return scientific(value, digits) if math.isfinite(value) else f"{value:g}"
 
 
 def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
     """Format an SI float with a prefix: `format_quantity(3.2e-3, "s") == '3.2 ms'`.
 
-    `digits` significant figures, written out in full ('330 ms' at digits=2, never '3.3e+02 ms');
+    `digits` significant figures, written out in full ('330 ms' at digits=2, never `'3.3e+02 ms'`);
     the prefix is chosen after rounding, so 999.7 GB at 3 digits prints as '1 TB'. Times of two
     days or more print in days, of an hour or more in hours, of 1000 s or more in minutes.
     Dimensionless values, counts (tokens, chips, params, FLOP/B, $) and those times take no
-    prefix: written out from 1e-4 up to 1000, with an exponent outside that range ('1.23e+03').
+    prefix: written out from 10⁻⁴ up to 1000, times a power of ten outside that range
+    ('1.23 × 10³', see `scientific`); beyond exa a prefixed quantity also takes a power of ten.
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    value = value if isinstance(value, float) and math.isinf(value) else _number("value", value)
+    value = _number("value", value)  # inf and magnitudes above 1e30 are refused: a page never shows them
     unit, digits = _text("unit", unit), _integer("digits", digits)
     if digits > 17:
         raise Error(f"digits must be at most 17 (a float's precision), got {digits}")
@@ -203,16 +232,102 @@ def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
     if mag == 0:
         return f"0 {unit}"
     if mag >= 1e21:  # beyond exa, prefixes (zetta, yotta) read worse than an exponent
-        return f"{value:.{digits - 1}e} {unit}"
+        return f"{scientific(value, digits)} {unit}"
     for scale, prefix in _FORMAT_PREFIXES:
         if mag >= scale:
             return f"{_positional(value / scale, digits)} {prefix}{unit}"
-    return f"{value:.{digits}g} {unit}"
+    return f"{scientific(value, digits)} {unit}"
 
 
 def fmt_seconds(value: float) -> str:
     """`value` seconds as text with an SI prefix: `format_quantity(value, "s")`."""
     return format_quantity(value, "s")
+
+
+_E_NOTATION = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)[eE]([+-]?\d+)(?!\w|\.\d)")
+
+
+def prose_numbers(text: str) -> str:
+    """`text` with every number in e-notation rewritten as prose writes it: `'2.25e15'` -> '2.25 × 10¹⁵'.
+
+    For free text from the package data (a chip's notes and sources) shown on a page; the mantissa
+    keeps the digits it was written with. Words and identifiers ('v5e', 'fp8e4') are left alone.
+    """
+    text = _text("text", text)
+    return _E_NOTATION.sub(lambda m: f"{m.group(1)} × 10{str(int(m.group(2))).translate(_SUPERSCRIPT)}", text)
+
+
+def _not_finite(value) -> "str | None":
+    """'n/a' for None or NaN, '∞' or '-∞' for an infinity, None for anything else."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        v = float(value)
+        if math.isnan(v):
+            return "n/a"
+        if math.isinf(v):
+            return "∞" if v > 0 else "-∞"
+    return None
+
+
+def fmt_number(value: float, digits: int = 3) -> str:
+    """A plain number for a reader: '12,346' from 1000 up, '3.14' (`digits` significant) below.
+
+    From 1000 to 10¹⁵ the whole number prints with thousands separators (a count or a rate reads
+    better whole than rounded: '12,346 token/s'); beyond, and below 10⁻⁴, times a power of ten
+    (`scientific`). Never e-notation.
+    """
+    if _not_finite(value):
+        return _not_finite(value)
+    value = _number("value", value)
+    digits = _integer("digits", digits)
+    if 1000 <= abs(value) < 1e15:
+        return f"{value:,.0f}"
+    return _unprefixed(value, digits)
+
+
+_COUNT_SUFFIXES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
+
+
+def fmt_count(value: float, digits: int = 3) -> str:
+    """A large count with a decimal suffix, as the book writes token and parameter counts.
+
+    `fmt_count(4.194e6) == '4.19M'`, `fmt_count(1.5e13) == '15T'`, `fmt_count(8.03e9) == '8.03B'`
+    (k = 10³, M = 10⁶, B = 10⁹, T = 10¹²; `digits` significant figures, the suffix chosen after
+    rounding); below 1000 the number itself ('512'); from 1000T up, times a power of ten.
+    None or NaN prints 'n/a', an infinity '∞'.
+    """
+    if _not_finite(value):
+        return _not_finite(value)
+    value = _number("value", value)
+    digits = _integer("digits", digits)
+    mag = abs(_round(value, digits))
+    if mag >= 1e15:
+        return scientific(value, digits)
+    for scale, suffix in _COUNT_SUFFIXES:
+        if mag >= scale:
+            return f"{_positional(value / scale, digits)}{suffix}"
+    return _unprefixed(value, digits)
+
+
+def fmt_percent(fraction: float, decimals: int = 1, signed: bool = False) -> str:
+    """`fraction` (0.0072) as a percentage for a reader: '0.7%', with `signed` '+0.7%'.
+
+    Exactly zero prints '0%'; a nonzero share that rounds to zero at `decimals` prints
+    '<0.1%' (signed: '+<0.1%' or '-<0.1%'), never `'0.0%'` or `'-0%'`. Trailing zeros stay
+    ('12.0%') so a column of shares lines up. None or NaN prints 'n/a', an infinity '∞%'.
+    """
+    if _not_finite(fraction):
+        return _not_finite(fraction) + ("%" if _not_finite(fraction) != "n/a" else "")
+    fraction = _number("fraction", fraction)
+    decimals = _integer("decimals", decimals, minimum=0)
+    sign = ("+" if fraction > 0 else "-" if fraction < 0 else "") if signed else ("-" if fraction < 0 else "")
+    if fraction == 0:
+        return "0%"
+    text = f"{abs(100 * fraction):.{decimals}f}"
+    if float(text) == 0:
+        return f"{sign}<{10 ** -decimals:.{decimals}f}%"
+    return f"{sign}{text}%"
 
 
 def fmt_bytes(value: float) -> str:

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ._readable import Readable
 from .errors import Error, _show, choose, integer, number, require_positive, text as _text
 
 
@@ -73,7 +74,7 @@ def mesh(shape: "dict[str, int]", *, explicit: bool = False):
 
 
 @dataclass(frozen=True)
-class CompiledCost:
+class CompiledCost(Readable):
     """What XLA's cost model says about one compiled program (per device when partitioned)."""
 
     flops: float
@@ -185,7 +186,7 @@ _JNP_DTYPE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "int8": 
 
 
 @dataclass(frozen=True)
-class HloCollective:
+class HloCollective(Readable):
     """One collective read from compiled HLO (chapter 3 compares these with `sharding.plan`).
 
     `axes`: the mesh axes its replica groups span, in mesh order. `array_bytes` is V in the
@@ -431,7 +432,7 @@ def collectives_in_hlo(hlo: str, mesh_shape: "dict[str, int]") -> tuple[HloColle
 
 
 @dataclass(frozen=True)
-class CompiledMatmul:
+class CompiledMatmul(Readable):
     """A sharded matmul compiled by XLA and the collectives it contains (chapter 3)."""
 
     spec: str
@@ -545,7 +546,7 @@ _make_mesh = mesh  # compile_matmul takes a `mesh` argument that shadows the fun
 
 
 @dataclass(frozen=True)
-class TiledSize:
+class TiledSize(Readable):
     """An array's bytes before and after padding to a TPU memory tile (`tiled_bytes`)."""
 
     shape: tuple[int, ...]

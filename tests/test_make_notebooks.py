@@ -144,6 +144,15 @@ def test_hidden_cells_capture_their_output_and_the_install_cell_is_written_here(
     assert all(not c.get("outputs") for c in code)
 
 
+def test_book_only_cells_are_folded_in_colab_and_jupyter_and_the_others_are_not(tmp_path):
+    code = [c for c in _convert(tmp_path).cells if c.cell_type == "code"]
+    hidden = [c for c in code if "remove-cell" in c.metadata.get("tags", [])]
+    shown = [c for c in code if "remove-cell" not in c.metadata.get("tags", [])]
+    assert hidden and all(c.metadata["cellView"] == "form" and c.metadata["jupyter"] == {"source_hidden": True}
+                          for c in hidden)
+    assert shown and not any("cellView" in c.metadata or "jupyter" in c.metadata for c in shown)
+
+
 @pytest.mark.parametrize("spec, text, shown", [
     ("", "2.345", "2.345"), (".1f", "2.345", "2.3"), (".0f", "1234.5", "1234"), (",.0f", "1234567.0", "1,234,567"),
     (".1%", "0.256", "25.6%"), ("", "8.12 ms", "8.12 ms"), ("d", "12", "12"), ("", "'quoted'", "quoted"),

@@ -70,9 +70,9 @@ READ = "write a number, optionally with a unit, like 7.6 or '7.6 ms' (code in a 
                                 "(ms vs s, GB vs MB, TFLOP vs GFLOP)? (yours is larger)"),
     ("0m.12", 24650e6, "wrong", "2.465e10 ms (285.3 days): off by a factor of a million: a unit prefix "
                                 "(us vs s, TB vs MB)? (yours is larger)"),
-    ("0m.12", 24650e9, "wrong", "2.465e13 ms (2.853e+05 days): off by a factor of 1e9: a unit prefix "
+    ("0m.12", 24650e9, "wrong", "2.465e13 ms (2.853 × 10⁵ days): off by a factor of 1e9: a unit prefix "
                                 "(ns vs s, GB vs B)? (yours is larger)"),
-    ("0m.12", 24650e12, "wrong", "2.465e16 ms (2.853e+08 days): off by a factor of 1e12: a unit prefix "
+    ("0m.12", 24650e12, "wrong", "2.465e16 ms (2.853 × 10⁸ days): off by a factor of 1e12: a unit prefix "
                                  "(TFLOP vs FLOP)? (yours is larger)"),
     # binary prefixes, for sizes and bandwidths only; a size problem still gets the common slips
     ("0m.9", 80 * 1024, "wrong", "81920 GB (81.92 TB): off by a factor of 1024: a binary prefix step (KiB to MiB) "

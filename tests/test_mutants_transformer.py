@@ -143,7 +143,7 @@ def test_the_flops_repr_and_table():
     f = tr.flops_per_token(TINY, seq_len=16)
     assert repr(f) == "FlopsPerToken(tiny, T=16, causal: forward 2.98 kFLOP, training 8.93 kFLOP, attention 17.2%)"
     assert repr(tr.flops_per_token(TINY, causal=False)) == ("FlopsPerToken(tiny, T=0: forward 2.46 kFLOP, "
-                                                            "training 7.39 kFLOP, attention 0.0%)")
+                                                            "training 7.39 kFLOP, attention 0%)")
     assert table(f._repr_html_()) == ("FLOPs per token of tiny, T=16 (causal)", ["part", "FLOPs per token", "share"], [
         ["attention projections", "768 FLOP", "25.8%"], ["attention scores", "512 FLOP", "17.2%"],
         ["MLP / experts", "1.54 kFLOP", "51.6%"], ["unembedding", "160 FLOP", "5.4%"],
@@ -186,7 +186,7 @@ def test_training_flops_beside_six_n_d_and_how_they_print():
     t = tr.training_flops(TINY, tokens=1000, seq_len=16)
     assert (t.model_name, t.tokens, t.seq_len, t.causal, t.active_params) == ("tiny", 1000.0, 16, True, 1352)
     assert (t.flops, t.six_nd_flops) == (8_928_000, 8_112_000)
-    assert repr(t) == "TrainingFlops(tiny, 1e+03 tokens at T=16: 8.93e+06 FLOPs exact, 6ND = 8.11e+06 FLOPs, ratio 1.101)"
+    assert repr(t) == "TrainingFlops(tiny, 1k tokens at T=16: 8.93M FLOPs exact, 6ND = 8.11M FLOPs, ratio 1.101)"
     assert tr.training_flops(TINY, tokens=1000, seq_len=16, causal=False).flops == 3 * (2464 + 1024) * 1000
 
 
@@ -401,4 +401,4 @@ def test_mfu_counts_attention_at_the_sequence_length_and_prints():
     r = tr.mfu_from_chip_hours(TINY, tokens=1e9, chip_hours=1e-5, chip="h100", seq_len=16)
     assert (r.model_name, r.chip, r.tokens, r.chip_hours) == ("tiny", "h100", 1e9, 1e-5)
     assert r.model_flops == pytest.approx(8.928e12) and r.six_nd_flops == pytest.approx(8.112e12)
-    assert repr(r) == "ReportedMfu(tiny on h100: 1e+09 tokens in 1e-05 chip-hours: MFU 25.1% (6ND: 22.8%))"
+    assert repr(r) == "ReportedMfu(tiny on h100: 1B tokens in 1 × 10⁻⁵ chip-hours: MFU 25.1% (6ND: 22.8%))"

@@ -14,12 +14,12 @@ from scalebook.units import canonical_dtype, dtype_bytes, fmt_bytes, fmt_seconds
 
 @pytest.mark.parametrize("unit", ["token", "chip", "param", "FLOP/B", "$"])
 def test_counts_print_without_a_prefix(unit):
-    assert format_quantity(3.2e6, unit) == f"3.2e+06 {unit}"
+    assert format_quantity(3.2e6, unit) == f"3.2 × 10⁶ {unit}"
     assert format_quantity(250, unit) == f"250 {unit}"
 
 
 def test_a_plain_number_has_no_unit_after_it():
-    assert format_quantity(1234.5) == "1.23e+03"
+    assert format_quantity(1234.5) == "1.23 × 10³"
 
 
 @pytest.mark.parametrize("value", [None, math.nan])
@@ -44,8 +44,8 @@ def test_long_times_print_in_days_or_hours(seconds, text):
 
 def test_beyond_exa_a_quantity_prints_with_an_exponent():
     assert format_quantity(9.99e20, "FLOP") == "999 EFLOP"
-    assert format_quantity(1e21, "FLOP") == "1.00e+21 FLOP"
-    assert format_quantity(3.14159e22, "FLOP") == "3.14e+22 FLOP"
+    assert format_quantity(1e21, "FLOP") == "1 × 10²¹ FLOP"
+    assert format_quantity(3.14159e22, "FLOP") == "3.14 × 10²² FLOP"
 
 
 def test_digits_are_significant_figures_up_to_a_floats_precision():

@@ -53,6 +53,10 @@ def test_e_notation_in_prose_or_an_output_is_found(text):
     assert kinds(f"<p>{text}</p>") == ["e-notation"]
 
 
+def test_e_notation_at_the_end_of_a_sentence_is_found():
+    assert kinds("<p>dense 9.89e14. Next</p>") == ["e-notation"]
+
+
 def test_e_notation_inside_inline_code_or_a_code_block_is_allowed():
     assert kinds("<p>pass <code class=\"docutils literal\"><span class=\"pre\">--bytes 1e9</span></code></p>") == []
     assert kinds('<div class="highlight"><pre>x = 1e12</pre></div>') == []
@@ -120,3 +124,39 @@ def test_the_site_scan_names_pages_and_skips_static_files(tmp_path):
     report = scan.scan_site(tmp_path)
     assert list(report) == ["chapters/01"]
     assert [f.kind for f in report["chapters/01"]] == ["e-notation"]
+
+
+def test_a_run_pages_outputs_are_scanned_but_not_hidden_cells_images_or_program_text():
+    import nbformat
+
+    def cell(text, tags=(), image=False):
+        c = nbformat.v4.new_code_cell("x", metadata={"tags": list(tags)})
+        data = {"text/plain": text, **({"image/png": "iVBOR"} if image else {})}
+        c.outputs = [nbformat.v4.new_output("execute_result", data=data, execution_count=1)]
+        return c
+
+    nb = nbformat.v4.new_notebook(cells=[
+        cell("Workload(llama3-70b, batch 8)"), cell("0.43508877432736315", tags=["remove-cell"]),
+        cell("<Figure size 640x480 with 1 Axes>", image=True), cell("add 9.999999974752427e-07", tags=["program-text"]),
+        nbformat.v4.new_code_cell("print(1)", outputs=[nbformat.v4.new_output("stream", name="stdout", text="1.5e+13 tokens\n")]),
+    ])
+    assert [f.kind for f in scan.scan_html(scan.outputs_html(nb), CLASSES)] == ["e-notation", "repr"]
+
+
+def test_the_output_of_a_cell_tagged_program_text_is_not_read():
+    listing = ('<div class="cell tag_program-text docutils container">'
+               + output("h = add g 9.999999974752427e-07:f32[]") + "</div>")
+    assert kinds(listing) == [] and kinds(output("add g 9.999999974752427e-07")) == ["long float", "e-notation"]
+
+
+def test_code_marked_inside_an_output_is_code_but_the_outputs_pre_is_not():
+    assert kinds('<div class="cell_output"><div>answer: <code>5e11</code> FLOP/s</div></div>') == []
+    assert kinds(output("5e11 FLOP/s")) == ["e-notation"]
+
+
+def test_glued_prose_is_formatted_as_the_book_shows_it_then_scanned(tmp_path):
+    md = tmp_path / "page.md"
+    md.write_text("Off by {glue:text}`gap:.2f`%, about {glue:text}`big:,.0f` tokens, ratio {glue:text}`r`.\n")
+    found = scan.glued_findings(md, {"gap": "0.001", "big": "1234567.0", "r": "0.8031678241137306"}, CLASSES)
+    assert [f.kind for f in found] == ["long float", "zero percent"]
+    assert scan.glued_findings(md, {"gap": "1.5", "big": "1234567.0", "r": "0.8"}, CLASSES) == []

@@ -24,6 +24,12 @@ reported. For every page:
 - every Colab button links to a notebook that exists in the repository beside the page's source.
 
 On the problem pages every solution is collapsed until clicked, and open after the click.
+
+Every interactive figure (`scalebook.interactive`, issue 22) is drawn from the site's own Vega
+scripts, carries its description as an ARIA label, and is operated with the keyboard: every
+control walked through all its values, and after each key the readout shown must equal the
+package's (`InteractiveFigure.readout`) for the setting the chart's parameters then hold, and
+change when the setting does (`check_interactive`).
 """
 from __future__ import annotations
 
@@ -245,6 +251,104 @@ def check_solutions(page, base: str, name: str, problems: list[str]) -> None:
             problems.append(f"{name}: solution {i + 1} does not open when clicked")
 
 
+# ------------------------------------------------------------------ interactive figures (issue 22)
+INTERACTIVE_JS = """(fig) => {
+  const view = fig.scalebookView;
+  const texts = Array.from(fig.querySelectorAll('.sb-chart svg g.mark-text.role-mark text')).map(t => t.textContent);
+  const signals = {};
+  for (const name of JSON.parse(fig.dataset.controls)) signals[name] = view.signal(name);
+  return {texts, signals};
+}"""
+
+
+def _figure_state(handle) -> dict:
+    return handle.evaluate(INTERACTIVE_JS)
+
+
+def _package_figures() -> dict:
+    """The package's interactive figures (this checkout's), by name."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from scalebook import interactive
+
+    return interactive.figures()
+
+
+def check_interactive(page, base: str, name: str, problems: list[str], load: bool = True) -> int:
+    """Operate every control of every interactive figure of the page with the keyboard and check
+    that the figure's readout changes and equals the package's (`InteractiveFigure.readout`) for
+    the setting the chart's parameters then hold. Returns the number of settings checked."""
+    if load:
+        page.goto(base + name + ".html", wait_until="load")
+        _idle(page)
+    figures = page.locator("figure.sb-interactive")
+    checked = 0
+    known = _package_figures()
+    for i in range(figures.count()):
+        handle = figures.nth(i)
+        fig_name = handle.get_attribute("data-scalebook-figure")
+        where = f"{name}: interactive figure '{fig_name}'"
+        fig = known.get(fig_name)
+        if fig is None:
+            problems.append(f"{where}: no such figure in scalebook.interactive.figures()")
+            continue
+        handle.scroll_into_view_if_needed()
+        try:
+            page.wait_for_function("(f) => f.dataset.ready === '1'", arg=handle.element_handle(), timeout=60000)
+        except Exception:  # noqa: BLE001 - reported as a problem, the page's errors say why
+            problems.append(f"{where}: the chart was not drawn (is _static/vega missing?)")
+            continue
+        if handle.locator(".sb-fallback").is_visible():
+            problems.append(f"{where}: the static fallback still shows beside the drawn chart")
+        labels = handle.locator(".sb-chart, .sb-chart [aria-label]").evaluate_all(
+            "els => els.map(e => e.getAttribute('aria-label'))")
+        if fig.alt not in labels:
+            problems.append(f"{where}: the chart does not carry its description as an aria-label")
+
+        def readout_ok(context: str) -> str | None:
+            state = _figure_state(handle)
+            setting = {}
+            for c in fig.controls:
+                v = state["signals"][c.name]
+                setting[c.name] = c.values[int(v)] if c.kind == "range" else v
+            want = fig.readout(**setting).replace("\n", "")
+            if want not in state["texts"]:
+                problems.append(f"{where}: after {context} ({setting}) it shows {state['texts']}, "
+                                f"the package says {want!r}")
+                return None
+            return want
+
+        shown = readout_ok("loading")
+        binds = handle.locator(".vega-bind")
+        if binds.count() != len(fig.controls):
+            problems.append(f"{where}: {binds.count()} controls on the page, the figure has {len(fig.controls)}")
+            continue
+        for k, c in enumerate(fig.controls):
+            control = binds.nth(k).locator("select, input").first
+            control.focus()
+            # Walk every value, then come back to the first setting (so the next control is walked
+            # from the setting the caption describes).
+            n, back = len(c.values), c.values.index(c.initial)
+            keys = ["Home"] + ["ArrowRight"] * (n - 1) + ["Home"] + ["ArrowRight"] * back if c.kind == "range" else \
+                ["ArrowDown"] * (n - 1) + ["ArrowUp"] * (n - 1) + ["ArrowDown"] * back
+            seen = {_figure_state(handle)["signals"][c.name]}
+            for key in keys:
+                before = _figure_state(handle)["signals"][c.name]
+                page.keyboard.press(key)
+                page.wait_for_timeout(30)
+                after = _figure_state(handle)["signals"][c.name]
+                seen.add(after)
+                now = readout_ok(f"pressing {key} on '{c.label}'")
+                checked += 1
+                if after != before and now is not None and now == shown:
+                    problems.append(f"{where}: '{c.label}' moved from {before!r} to {after!r} but the readout stayed {now!r}")
+                if now is not None:
+                    shown = now
+            if len(seen) != len(c.values):
+                problems.append(f"{where}: the keyboard reached {len(seen)} of the {len(c.values)} values of '{c.label}'")
+    return checked
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--html", type=Path, default=HTML)
@@ -267,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     server, base = serve(args.html)
     problems: list[str] = []
     anchors: dict[Path, set[str]] = {}
+    interactive_settings = 0
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -306,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
                 check_layout(page, base, name, problems, VIEWPORT["width"], load=False)
                 if name.startswith("exercises/"):
                     check_solutions(page, base, name, problems)
+                interactive_settings += check_interactive(page, base, name, problems, load=False)
             # The phone pass: a second context, 390 px wide, with the same outside-request guard.
             phone = browser.new_context(viewport=PHONE, service_workers="block", is_mobile=True,
                                         has_touch=True, device_scale_factor=2)
@@ -341,7 +447,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"browser check: {len(pages)} pages loaded in Chromium with no errors and no outside requests; "
           "math rendered, figures described, links resolve, solutions collapse and open; "
-          f"nothing wider than the page at {VIEWPORT['width']} px or {PHONE['width']} px")
+          f"nothing wider than the page at {VIEWPORT['width']} px or {PHONE['width']} px; "
+          f"interactive figures show the package's values at the {interactive_settings} settings the keyboard reached")
     return 0
 
 

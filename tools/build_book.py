@@ -7,7 +7,9 @@
 Every figure a page shows is checked as the page shows it (`scalebook.plots._style.text_problems`:
 texts overlapping or crossing an axes' frame): the kernels log each figure's
 problems to `_build/figure-check.jsonl`, and the build lists them, page by page (`--check` fails
-on any).
+on any). So is every output a reader sees (`tools/site/page_scan.py`: reprs of the package's
+classes, long unrounded floats, e-notation outside code, '0.0%' and '-0%'): listed after a build,
+a failure under `--check`.
 
 Installs the site's own JavaScript first (MathJax, pinned in tools/site/package.json and
 package-lock.json) with `npm ci`, so the site serves it itself and needs no CDN. Guards the
@@ -51,14 +53,19 @@ SITE_ASSETS = ROOT / "tools" / "site"
 
 
 def install_site_assets() -> None:
-    """`npm ci` the pinned MathJax into tools/site/node_modules unless that version is there."""
-    want = json.loads((SITE_ASSETS / "package.json").read_text())["dependencies"]["mathjax"]
-    have = SITE_ASSETS / "node_modules" / "mathjax" / "package.json"
-    if have.exists() and json.loads(have.read_text())["version"] == want:
+    """`npm ci` the pinned MathJax and Vega packages into tools/site/node_modules unless those
+    versions are there."""
+    pins = json.loads((SITE_ASSETS / "package.json").read_text())["dependencies"]
+
+    def installed(package: str) -> str | None:
+        have = SITE_ASSETS / "node_modules" / package / "package.json"
+        return json.loads(have.read_text())["version"] if have.exists() else None
+
+    if all(installed(package) == want for package, want in pins.items()):
         return
     npm = shutil.which("npm")
     if npm is None:
-        sys.exit("npm not found: the site serves its own MathJax, installed with npm "
+        sys.exit("npm not found: the site serves its own MathJax and Vega, installed with npm "
                  "(Debian: apt-get install npm)")
     proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--prefix", str(SITE_ASSETS)], cwd=SITE_ASSETS)
     if proc.returncode != 0:
@@ -102,9 +109,22 @@ def figure_problems(log: Path = FIGURE_LOG, html_dir: Path = HTML) -> dict[str, 
     return out
 
 
+def output_problems(html_dir: Path | None = None) -> dict[str, list[str]]:
+    """page -> what `tools/site/page_scan.py` finds on it ('repr: ...', 'e-notation: ...'), pages with findings only."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("page_scan", ROOT / "tools" / "site" / "page_scan.py")
+    scan = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("page_scan", scan)  # its dataclass looks its module up there
+    spec.loader.exec_module(scan)
+    report = scan.scan_site(HTML if html_dir is None else html_dir)
+    return {page: [f"{f.kind}: {f.text}" for f in found] for page, found in report.items()}
+
+
 def check(figures: bool = True) -> None:
     """What a reader relies on: every page built, solutions collapsed, Colab links present; and
-    (with `figures`) no figure with texts on top of each other or across a frame."""
+    (with `figures`) no figure with texts on top of each other or across a frame, and no output
+    a reader should not see (`output_problems`)."""
     problems = []
     for page in toc_pages():
         html = HTML / f"{page}.html"
@@ -125,6 +145,12 @@ def check(figures: bool = True) -> None:
         else:
             print(f"{page}: figure problems (python tools/build_book.py --check fails on them):\n  "
                   + "\n  ".join(dict.fromkeys(found)), file=sys.stderr)
+    for page, found in output_problems().items():
+        if figures:
+            problems.extend(f"{page}: {p}" for p in found)
+        else:
+            print(f"{page}: outputs a reader should not see (python tools/build_book.py --check fails on them):\n  "
+                  + "\n  ".join(found), file=sys.stderr)
     if problems:
         sys.exit("site check failed:\n  " + "\n  ".join(problems))
 

@@ -17,7 +17,9 @@ A generated notebook is what a reader opens in Colab, and it reads like the book
 - a chapter's in-text quiz answers (`{solution}`, or an admonition with `:class: dropdown`) stay
   folded under their question, as on the site, in a `<details>` block;
 - hidden (`remove-cell`) code cells start with `%%capture`, so they print nothing; the install
-  cell is the exception (it must be able to tell the reader to restart the runtime);
+  cell is the exception (it must be able to tell the reader to restart the runtime); their code
+  is folded (`cellView: form` for Colab, `jupyter.source_hidden` for Jupyter), so a reader sees
+  the book's code and not its glue;
 - the install cell is written here (`install_cell_source`): the repository URL comes from
   `_config.yml` and the oldest supported JAX from `pyproject.toml`; `make notebooks` also writes
   it into the `.md` sources, so both stay the same (TOOLCHAIN.md, notes 2-4).
@@ -385,6 +387,9 @@ def convert(md_path: Path, glued: dict[str, str]) -> nbformat.NotebookNode:
             new = nbformat.v4.new_code_cell(source)
             if tags:
                 new.metadata["tags"] = tags
+            if "remove-cell" in tags:  # book plumbing: folded away in Colab and in Jupyter
+                new.metadata["cellView"] = "form"
+                new.metadata["jupyter"] = {"source_hidden": True}
             cells.append(new)
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata = {

@@ -6,6 +6,9 @@
   formulas render offline. Only the files the pages load are shipped (`MATHJAX_FILES`: the
   `tex-chtml` bundle, its web fonts and the TeX extensions it may autoload; about 2 MB of the
   24 MB distribution). A build without it stops with the command that installs it.
+- **Interactive figures.** The pinned Vega, Vega-Lite and vega-embed scripts are served from
+  `_static/vega` (`stage_vega`), and the kernels run with `SCALEBOOK_SITE_BUILD` set, so
+  `scalebook.interactive` figures emit their site version (scalebook/interactive/_site.py).
 - **Weight.** The theme's 1.5 MB icon script (`scripts/fontawesome.js`, which redraws the icons
   the theme's CSS already draws with its web fonts) and the source maps are left out of the site.
 - **Search.** Result snippets are read from the page without its code cells, and math shows as
@@ -66,7 +69,7 @@ def _serve_mathjax(app, config) -> None:
     config.mathjax_path = MATHJAX_ENTRY
     # html_static_path entries are copied into _static; this one holds the folder `mathjax`
     # with only the files the pages load.
-    subset = stage_mathjax(Path(app.outdir).parent / ".site-static")
+    subset = stage_vega(stage_mathjax(Path(app.outdir).parent / ".site-static"))
     static = [str(p) for p in config.html_static_path]
     for path in (str(subset), str(Path(__file__).resolve().parents[1] / "_static")):
         if path not in static:
@@ -99,6 +102,31 @@ def stage_mathjax(target: Path) -> Path:
                 out = dest / src.relative_to(MATHJAX)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, out)
+    return target
+
+
+#: The interactive figures' scripts (scalebook/interactive/_site.py), served from _static/vega/.
+VEGA_FILES = {"vega": "build/vega.min.js", "vega-lite": "build/vega-lite.min.js",
+              "vega-embed": "build/vega-embed.min.js"}
+
+
+def stage_vega(target: Path) -> Path:
+    """Copy the pinned Vega, Vega-Lite and vega-embed scripts (and their licences) into
+    `target`/vega, where the interactive figures load them; return `target`."""
+    import shutil
+    from sphinx.errors import ConfigError
+
+    pins = json.loads((ASSETS / "package.json").read_text())["dependencies"]
+    dest = target / "vega"
+    dest.mkdir(parents=True, exist_ok=True)
+    for package, script in VEGA_FILES.items():
+        installed = ASSETS / "node_modules" / package
+        have = json.loads((installed / "package.json").read_text())["version"] if (installed / "package.json").exists() else None
+        if have != pins[package]:
+            raise ConfigError(f"{package} {pins[package]} is not installed in {installed.parent} (found {have}); "
+                              f"run `npm ci --prefix tools/site`")
+        shutil.copy2(installed / script, dest / Path(script).name)
+        shutil.copy2(installed / "LICENSE", dest / f"{package}.LICENSE")
     return target
 
 
@@ -307,6 +335,10 @@ def _write_api_pages(app, config) -> None:
 
 
 def setup(app):
+    import os
+
+    # The kernels that execute the pages inherit this: interactive figures emit their site version.
+    os.environ["SCALEBOOK_SITE_BUILD"] = "1"
     _register_bib_style()
     app.connect("config-inited", _serve_mathjax)
     app.connect("config-inited", _write_api_pages)

@@ -49,7 +49,7 @@ def run(args) -> int:
             "bytes_per_link": c.bytes_per_link, "hops": c.hops, "bandwidth_seconds": c.bandwidth_seconds,
             "latency_seconds": c.latency_seconds, "seconds": c.seconds, "regime": c.regime}
     emit(args, data, lambda: "\n".join([
-        f"{collectives.label(c.kind)} over {' '.join(c.axes)} of {topo!r}",
+        f"{collectives.label(c.kind)} over {' '.join(c.axes)} of {topo}",
         f"  V (whole array)    {f(c.array_bytes, 'B')}",
         f"  group size N       {c.group_size}",
         f"  sent per device    {f(c.bytes_per_device, 'B')}",

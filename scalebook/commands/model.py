@@ -39,7 +39,7 @@ def run(args) -> int:
 
     def text() -> str:
         lines = [
-            repr(m),
+            str(m),
             f"  source                     {m.source}",
             f"  parameters                 {c(p.total_params)} total, {c(p.active_params)} active per token",
             f"  embedding parameters       {c(data['embedding_params'])} (embedding + unembedding)",
@@ -48,7 +48,7 @@ def run(args) -> int:
             lines.append(f"  published                  {c(m.published_params)} ({m.published_source})")
         lines += [
             f"  FLOPs per token (T={seq}, causal)  forward {f(fl.forward_flops, 'FLOP')}, "
-            f"training {f(fl.training_flops, 'FLOP')} (attention {100 * fl.attention_fraction:.1f}%)",
+            f"training {f(fl.training_flops, 'FLOP')} (attention {units.fmt_percent(fl.attention_fraction, 1)})",
             f"  KV cache per token (bf16)  {f(kv.bytes_per_token, 'B')}",
             f"  training state             {mem.bytes_per_param:g} B/param = {f(mem.bytes, 'B')} "
             "(bf16 params + grads, fp32 Adam moments + master weights)",

@@ -30,7 +30,7 @@ def run(args) -> int:
             "best": [e.to_dict() for e in p.best], "pareto": [e.to_dict() for e in p.pareto]}
 
     def text() -> str:
-        head = repr(p).splitlines()[0]
+        head = str(p).splitlines()[0]
         return (f"{head}\n\nfastest:\n{table(p.rows('best'))}\n\n"
                 f"time-memory Pareto front:\n{table(p.rows('pareto'))}")
 

@@ -35,7 +35,7 @@ def run(args) -> int:
             "best": [e.to_dict() for e in p.best], "frontier": [e.to_dict() for e in p.frontier]}
 
     def text() -> str:
-        head = repr(p).splitlines()[0]
+        head = str(p).splitlines()[0]
         best = table(p.rows("best")) if p.best else "(no configuration meets the target)"
         return f"{head}\n\nbest within the target:\n{best}\n\nlatency/throughput frontier:\n{table(p.rows('frontier'))}"
 

@@ -46,7 +46,7 @@ def _text(r: roofline.Roofline, head: str) -> str:
         f"  memory time        {f(r.memory_seconds, 's')}  (at {f(r.hbm_bytes_per_s, 'B/s')})",
         f"  bound              {r.bound}",
         f"  time               {f(r.lower_seconds, 's')} overlapped, {f(r.upper_seconds, 's')} serial",
-        f"  intensity          {r.intensity_flops_per_byte:.4g} FLOP/B (critical {r.critical_intensity_flops_per_byte:.4g})",
+        f"  intensity          {units.fmt_number(r.intensity_flops_per_byte, 4)} FLOP/B (critical {units.fmt_number(r.critical_intensity_flops_per_byte, 4)})",
     ])
 
 
@@ -67,5 +67,5 @@ def run_op(args) -> int:
     c = hardware.chip(args.chip)
     r = roofline.op(c, flops=args.flops, hbm_bytes=args.bytes, dtype=args.dtype)
     emit(args, _report(r, {"chip": c.name, "dtype": args.dtype}),
-         lambda: _text(r, f"op of {args.flops:g} FLOPs and {args.bytes:g} bytes on {c.display_name}"))
+         lambda: _text(r, f"op of {units.format_quantity(args.flops, 'FLOP')} and {units.format_quantity(args.bytes, 'B')} on {c.display_name}"))
     return 0

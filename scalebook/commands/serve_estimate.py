@@ -77,7 +77,7 @@ def deployment(args):
             raise Error(f"--chips {args.chips} but tp x ep x pp = {tp * args.ep * args.pp}")
     attn = getattr(args, "attention_weights", None)
     return Deployment(tp=tp or 1, ep=args.ep, pp=args.pp, weights=args.weights.lower(), kv=args.kv.lower(),
-                      attention=args.attention, attention_weights=attn.lower() if attn else None)
+                      attention=args.attention, attention_weights=None if attn is None else attn.lower())
 
 
 def run(args) -> int:
@@ -101,11 +101,11 @@ def run(args) -> int:
 
     def text() -> str:
         f = units.format_quantity
-        lines = [repr(e),
+        lines = [str(e),
                  f"  time to first token   {f(e.ttft_seconds, 's')} (prefill {f(e.prefill_seconds, 's')}, {e.prefill.bound}-bound)",
                  f"  per output token      {f(e.per_token_latency_seconds, 's')} ({e.decode.bound}-bound)",
-                 f"  output tokens/s       {e.output_tokens_per_s:.4g} ({e.output_tokens_per_s_per_chip:.4g} per chip)",
-                 f"  with prefill mixed in {w.output_tokens_per_s:.4g} output token/s, {w.requests_per_s:.3g} requests/s",
+                 f"  output tokens/s       {units.fmt_number(e.output_tokens_per_s, 4)} ({units.fmt_number(e.output_tokens_per_s_per_chip, 4)} per chip)",
+                 f"  with prefill mixed in {units.fmt_number(w.output_tokens_per_s, 4)} output token/s, {w.requests_per_s:.3g} requests/s",
                  f"  memory per chip       {f(e.memory.bytes, 'B')} of {f(e.memory.hbm_bytes, 'B')} "
                  f"({'fits' if e.fits else 'does NOT fit'}); largest batch {e.max_batch} beside a "
                  f"{e.workspace_tokens}-token prefill workspace"]

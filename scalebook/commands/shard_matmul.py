@@ -51,5 +51,5 @@ def run(args) -> int:
     p = sharding.plan(args.spec, mesh=mesh, dims=dims, chip=args.chip, dtype=args.dtype)
     data = {**_plan(p), "chip": p.chip, "mesh": mesh, "dims": dims, "dtype": p.dtype,
             "alternatives": [_plan(a) for a in p.alternatives], "cheapest": p.cheapest.strategy}
-    emit(args, data, lambda: repr(p))
+    emit(args, data, lambda: str(p))
     return 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import hardware
+from .. import hardware, units
 from ..cli import add_json_flag, emit, table
 
 
@@ -27,8 +27,8 @@ def run(args) -> int:
         c = hardware.chip(args.chip)
         emit(args, _as_dict(c), lambda: "\n".join(
             [f"{k}: {v}" for k, v in hardware.spec_row(c).items()]
-            + [f"source ({k}): {v}" for k, v in c.sources.items()]
-            + ([f"notes: {c.notes}"] if c.notes else [])))
+            + [f"source ({k}): {units.prose_numbers(v)}" for k, v in c.sources.items()]
+            + ([f"notes: {units.prose_numbers(c.notes)}"] if c.notes else [])))
     else:
         cs = hardware.chips()
         emit(args, [_as_dict(c) for c in cs], lambda: table([hardware.spec_row(c) for c in cs]))

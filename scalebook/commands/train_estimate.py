@@ -101,17 +101,17 @@ def run(args) -> int:
 
 def text(e, data: dict) -> str:
     f = units.format_quantity
-    lines = [repr(e), f"  placement        {e.placement}",
+    lines = [str(e), f"  placement        {e.placement}",
              f"  step             {f(e.step_seconds, 's')} ({e.microbatches} microbatches), "
              f"{f(e.tokens_per_s, 'token/s')} ({f(e.tokens_per_s_per_chip, 'token/s')} per chip)",
-             f"  utilisation      MFU {100 * e.mfu:.1f}%, HFU {100 * e.hfu:.1f}% at efficiency {e.efficiency:.3g}",
+             f"  utilisation      MFU {units.fmt_percent(e.mfu, 1)}, HFU {units.fmt_percent(e.hfu, 1)} at efficiency {e.efficiency:.3g}",
              f"  memory per chip  {f(e.memory.bytes, 'B')} of {f(e.memory.hbm_bytes, 'B')} "
              f"({'fits' if e.fits else 'does NOT fit'})"]
     if "days" in data:
         cost = f", ${data['cost_usd']:,.0f}" if data.get("cost_usd") is not None else ""
-        lines.append(f"  {data['train_tokens']:.3g} tokens  {data['days']:.1f} days, "
+        lines.append(f"  {units.fmt_count(data['train_tokens'])} tokens  {data['days']:.1f} days, "
                      f"{data['chip_hours']:,.0f} chip-hours{cost}")
-    rows = [{"part": k, "seconds": f(v, "s"), "share": f"{100 * v / e.step_seconds:.1f}%"}
+    rows = [{"part": k, "seconds": f(v, "s"), "share": f"{units.fmt_percent(v / e.step_seconds, 1)}"}
             for k, v in e.breakdown().items()]
     rows += [{"part": f"memory: {k}", "seconds": f(v, "B"), "share": ""} for k, v in e.memory.parts().items() if v]
     return "\n".join(lines) + "\n\n" + table(rows)

@@ -20,7 +20,7 @@ import os
 import pkgutil
 from dataclasses import dataclass
 
-from ..errors import Error
+from ..errors import Error, require_count
 from . import answers
 from .problem import _BANK, Problem, _append_record, _running_cell, _solve_quietly, page_of_module, problem  # noqa: F401
 
@@ -49,6 +49,10 @@ def problems(chapter: str | None = None, page: str | None = None) -> list[Proble
     """Every problem in the bank, in id order; only those whose id starts with `chapter` + '.'
     when `chapter` is given ('2' -> 2.1, 2.2, ...), only those of problem page `page` when it is
     given ('02b-gpus')."""
+    if chapter is not None and not isinstance(chapter, str):
+        chapter = str(require_count("chapter", chapter, maximum=99))
+    if page is not None and not isinstance(page, str):
+        raise Error(f"page must be a page name such as '02b-gpus', got {type(page).__name__}")
     _load_banks()
     out = [p for p in _BANK.values()
            if (chapter is None or p.id.split(".")[0] == str(chapter)) and (page is None or p.page == page)]
@@ -94,6 +98,8 @@ class CheckResult:
     def _repr_html_(self) -> str:
         color = {"correct": "#1a7f37", "close": "#9a6700", "wrong": "#cf222e", "missing": "#57606a"}[self.status]
         message = re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(self.message))
+        # an answer written as it is typed ('5e11', '$2.232e7') shows as code, not as prose
+        message = re.sub(r"(?<![\w.>])\$?-?\d+(?:\.\d+)?e-?\d+(?![\w.])", r"<code>\g<0></code>", message)
         return (f"<div style='border-left:4px solid {color};padding:2px 8px'>"
                 f"<b style='color:{color}'>{self.id} {self.status}</b>: {message}</div>")
 

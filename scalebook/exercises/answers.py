@@ -25,7 +25,9 @@ import math
 import re
 
 from .. import units
-from ..errors import Error
+from ..errors import Error, require_count
+from ..errors import text as text_check
+from ..errors import number as number_check
 
 __all__ = ["Unreadable", "read_answer", "show", "number", "asks_for"]
 
@@ -62,7 +64,7 @@ def _unit(unit: str) -> tuple[str, float]:
 def asks_for(unit: str) -> str:
     """What a problem in `unit` asks for, in words: 'a time in ms', 'a size in kB', 'a number of
     tokens', 'a plain number' (a size asked in plain bytes is 'a size in bytes')."""
-    canon, _ = _unit(unit)
+    canon, _ = _unit(text_check("unit", unit))
     kind = _KIND.get(canon, f"a quantity in {unit}")
     if canon in _COUNTS or canon not in _KIND or unit == "B":
         return kind
@@ -152,6 +154,7 @@ def read_answer(value: object, unit: str) -> float:
     Raises `Unreadable` for anything else, saying what is accepted (see the module docstring).
     Never evaluates code: strings are matched against a number-and-unit pattern.
     """
+    text_check("unit", unit)
     if isinstance(value, str):
         return _from_text(value, unit)
     if isinstance(value, (bytes, list, tuple, dict, set)):
@@ -177,11 +180,13 @@ def read_answer(value: object, unit: str) -> float:
 
 
 def number(x: float, digits: int = 4) -> str:
-    """A number as a reader writes it: '24650', '7.6', '0.0076', '1.2e9' (no '+', no padded exponent).
+    """A number as a reader writes it: `'24650'`, `'7.6'`, `'0.0076'`, `'1.2e9'` (no '+', no padded exponent).
 
     At most `digits` significant digits below 1000; whole numbers up to ten million in full; others
     as a mantissa and a power of ten.
     """
+    x = number_check("x", x, maximum=math.inf)
+    digits = require_count("digits", digits, maximum=17, what="a float's precision")
     if x == 0:
         return "0"
     mag = abs(x)
@@ -201,10 +206,11 @@ def show(x: float, unit: str) -> str:
     A value asked in a prefixed unit that reads better with another prefix gets the SI reading in
     parentheses; the number itself always stays in the problem's unit, since that is what to type.
     """
+    x, unit = number_check("x", x, maximum=math.inf), text_check("unit", unit)
     text = (f"${number(x)}" if unit == "$" else
             number(x) + (f" {_unit_word(unit, number(x))}" if unit else ""))
     canon, factor = _unit(unit)
-    if canon in ("s", "B", "B/s", "FLOP", "FLOP/s") and x != 0 and not (1e-1 <= abs(x) < 1e4):
+    if canon in ("s", "B", "B/s", "FLOP", "FLOP/s") and x != 0 and not (1e-1 <= abs(x) < 1e4) and abs(x * factor) <= 1e30:
         alt = units.format_quantity(x * factor, canon, 4)
         if alt.split(" ")[-1] != unit:
             text += f" ({alt})"

@@ -186,7 +186,8 @@ def time_ratios(rows: Sequence[Mapping], *, ax=None):
     ax.set_xticks(range(len(rows)), [r["label"] for r in rows], fontsize=9)
     ax.set_ylabel("time ratio", fontsize=9)
     ax.set_title("Hand-written vs library, overlapped vs sequential: time ratios", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
+    # beside the axes: a measured bar can reach any height, so no corner inside is safe
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.tick_params(axis="y", labelsize=9)
     if own:
         fig.tight_layout()

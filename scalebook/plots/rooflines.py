@@ -161,7 +161,9 @@ def time_vs_batch(
     """Compute time and memory time of `[B, D] x [D, F]` against B, crossing at the critical batch.
 
     Both axes are logarithmic. The memory time is flat while the weights dominate the bytes;
-    the compute time grows linearly in B; the overlapped time is their max.
+    the compute time grows linearly in B; the overlapped time is their max. The dashed line is
+    the exact crossing for these D and F; its label names the first whole batch that is
+    compute-bound (chapter 1 quotes the same number), not the large-D, F limit `critical_batch`.
     """
     c = hardware.chip(chip)
     if batches is None:
@@ -178,7 +180,11 @@ def time_vs_batch(
     cross = _crossing_batch(c, d_model, d_ff, dtype, weight_dtype)
     if cross is not None and min(batches) <= cross <= max(batches):
         ax.axvline(cross, color="gray", ls="--", lw=1)
-        ax.annotate(f"critical batch ≈ {cross:.0f}", (cross, 0.04), xycoords=("data", "axes fraction"),
+        # the first whole batch that is compute-bound, the number the chapter's prose quotes
+        first = next(b for b in range(max(1, math.floor(cross)), math.floor(cross) + 3)
+                     if _rl.matmul(c, batch=b, d_model=d_model, d_ff=d_ff, dtype=dtype,
+                                   weight_dtype=weight_dtype).bound == "compute")
+        ax.annotate(f"compute-bound from B = {first}", (cross, 0.04), xycoords=("data", "axes fraction"),
                     textcoords="offset points", xytext=(5, 0), fontsize=8, color="dimgray")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from math import comb
 
 from ..errors import Error, require_positive
+from ..errors import MAX_CHIPS, require_count
 
 #: The original's measured SHARP gain on an H100 node ("closer to 30%"), against 2 (N-1)/N in theory.
 SHARP_MEASURED_GAIN = 1.3
@@ -47,9 +48,7 @@ def tp_max_degree_mlp_only(*, d_ff: int, flops_per_s: float, collective_bytes_pe
 
 
 def _count(name: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise Error(f"{name} must be a positive integer, got {v!r}")
-    return v
+    return require_count(name, v, maximum=MAX_CHIPS)  # GPUs, experts, groups: at most 10**7
 
 
 def dp_min_batch_per_gpu_moe(*, experts: int, experts_per_token: int, flops_per_s: float,

@@ -15,18 +15,15 @@ from __future__ import annotations
 
 import math
 
-from ..errors import Error
+from ..errors import require_count, require_positive
 
 
 def _positive(**kw: float) -> None:
-    for name, v in kw.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or math.isinf(v):
-            raise Error(f"{name} must be a positive finite number, got {v!r}")
+    require_positive(**kw)
 
 
 def _axes(n_axes: int) -> None:
-    if isinstance(n_axes, bool) or not isinstance(n_axes, int) or n_axes < 1:
-        raise Error(f"n_axes must be a positive integer (mesh axes the model is split over), got {n_axes!r}")
+    require_count("n_axes", n_axes, maximum=8, what="mesh axes the model is split over")
 
 
 # --- decode, memory-bound: weight reads against the activations' collectives ----------------------

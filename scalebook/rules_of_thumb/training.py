@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import Error, require_positive
+from ..errors import MAX_CHIPS, Error, require_count, require_positive
 from ..hardware import Chip, chip as _chip
 from .. import training as _training
 
@@ -39,9 +39,7 @@ __all__ = ["alpha", "fsdp_min_batch_per_chip", "tp_max_degree_mlp", "fsdp_tp_bes
 
 
 def _axes(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Error(f"{name} must be a positive integer number of mesh axes, got {value!r}")
-    return value
+    return require_count(name, value, maximum=8, what="mesh axes")
 
 
 def alpha(chip: "str | Chip", *, link: str = "ici") -> float:
@@ -71,8 +69,7 @@ def tp_max_degree_mlp(chip: "str | Chip", *, d_ff: int, tp_axes: int = 1, link: 
     The package's exact bound, `training.max_tp_degree`, counts the whole layer (attention and a
     gated MLP's third matmul) and four collectives per layer forward and backward.
     """
-    if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff < 1:
-        raise Error(f"d_ff must be a positive integer (the MLP width F), got {d_ff!r}")
+    require_count("d_ff", d_ff)
     return _axes("tp_axes", tp_axes) * d_ff / alpha(chip, link=link)
 
 
@@ -85,10 +82,8 @@ def fsdp_tp_best_fsdp_degree(*, batch_tokens: float, chips: int, d_ff: int, fsdp
     N / X_opt. A real degree must divide N and the heads; this is the continuous optimum.
     """
     require_positive(batch_tokens=batch_tokens)
-    if isinstance(chips, bool) or not isinstance(chips, int) or chips < 1:
-        raise Error(f"chips must be a positive integer, got {chips!r}")
-    if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff < 1:
-        raise Error(f"d_ff must be a positive integer (the MLP width F), got {d_ff!r}")
+    require_count("chips", chips, maximum=MAX_CHIPS)
+    require_count("d_ff", d_ff)
     return math.sqrt(batch_tokens * chips * _axes("fsdp_axes", fsdp_axes) / (d_ff * _axes("tp_axes", tp_axes)))
 
 
@@ -102,8 +97,7 @@ def fsdp_tp_min_batch_per_chip(chip: "str | Chip", *, d_ff: int, fsdp_axes: int 
     (they run on different axes at once) and the MLP's forward pass only; chapter 5 compares it
     with the step model, which adds what shares a link.
     """
-    if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff < 1:
-        raise Error(f"d_ff must be a positive integer (the MLP width F), got {d_ff!r}")
+    require_count("d_ff", d_ff)
     return alpha(chip, link=link) ** 2 / (_axes("fsdp_axes", fsdp_axes) * _axes("tp_axes", tp_axes) * d_ff)
 
 
@@ -129,8 +123,7 @@ def training_days(*, model_flops: float, chips: int, chip: "str | Chip", mfu: fl
     `training.estimate` or `planner.plan`.
     """
     require_positive(model_flops=model_flops, mfu=mfu)
-    if isinstance(chips, bool) or not isinstance(chips, int) or chips < 1:
-        raise Error(f"chips must be a positive integer, got {chips!r}")
+    require_count("chips", chips, maximum=MAX_CHIPS)
     if mfu > 1:
         raise Error(f"mfu is a fraction of peak, at most 1, got {mfu!r}")
     return model_flops / (chips * _chip(chip).peak_flops_per_s("bf16") * mfu) / 86400

@@ -44,7 +44,7 @@ PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("The original book's rules of thumb", "Its rounded and large-N approximations, each beside the exact "
      "function it approximates.", ("rules_of_thumb",)),
     ("The book's machinery", "Glue for the notebooks, self-graded problems and their grading, figures, and "
-     "the command line.", ("notebook", "exercises", "grading", "plots", "cli", "commands")),
+     "the command line.", ("notebook", "exercises", "grading", "plots", "interactive", "cli", "commands")),
 )
 
 

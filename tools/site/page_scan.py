@@ -3,9 +3,18 @@
 
     python tools/site/page_scan.py              # scans _build/html, lists offenders by page
     python tools/site/page_scan.py --html DIR
+    python tools/site/page_scan.py --run chapters/05-training.md   # executes the page, scans its outputs
+    python tools/site/page_scan.py --glued      # the glued prose values, from the committed notebooks
+
+Neither of the last two needs a book build. `--run` executes each page as the build does and
+scans what its cells show (cells tagged remove-cell, remove-output or program-text skipped).
+`--glued` formats each `{glue:text}` role of the MyST pages as the book shows it, from the values
+the generated notebooks record (`make notebooks`), and scans those with the two characters after
+the role (so '0.00%' is seen).
 
 `scan_html(html)` reads the text of a page's article (the prose and what the cells print; not the
-code of the cells, inline code, code blocks, the API signatures or the math) and returns a
+code of the cells, inline code, code blocks, the API signatures or the math, nor the output of a
+cell tagged `program-text`, whose output is a program listing such as a jaxpr) and returns a
 `Finding` for each:
 
 - `repr`: the repr of one of the package's classes, `Workload(` or `HloCollective(`: a class name
@@ -16,8 +25,7 @@ code of the cells, inline code, code blocks, the API signatures or the math) and
 - `e-notation`: `4.194e+06`, `1.5e13`;
 - `zero percent`: "0.0%" or "-0%" (a share rounded to nothing, or a negative zero).
 
-Exit status 1 when anything is found (the integrator wires it into tools/browser_check.py once
-the chapters are clean).
+Exit status 1 when anything is found; `tools/build_book.py --check` runs it on the built site.
 """
 from __future__ import annotations
 
@@ -55,7 +63,8 @@ def _classes(el_attrs) -> set[str]:
 class _Text(HTMLParser):
     """Collect the article's visible text as (text, in_code) runs, skipping what is not read."""
 
-    SKIP_CLASSES = {"cell_input", "sig", "headerlink", "math", "toggle-button", "copybtn", "linenos"}
+    SKIP_CLASSES = {"cell_input", "sig", "headerlink", "math", "toggle-button", "copybtn", "linenos",
+                    "tag_program-text"}
     SKIP_TAGS = {"script", "style", "head", "mjx-container", "svg", "button", "template"}
 
     def __init__(self) -> None:
@@ -76,7 +85,8 @@ class _Text(HTMLParser):
             self.in_article += 1
         skip = skip or tag in self.SKIP_TAGS or bool(cls & self.SKIP_CLASSES)
         output = output or "cell_output" in cls
-        code = code or (tag in ("code", "pre", "kbd", "samp") and not output)
+        # a <pre> inside an output is just how text output renders; <code> there is marked as code
+        code = code or tag in ("code", "kbd", "samp") or (tag == "pre" and not output)
         self.stack.append((tag, skip, code, output))
 
     def handle_endtag(self, tag):
@@ -97,7 +107,7 @@ class _Text(HTMLParser):
 _NUM_EDGE = r"(?<![\w./:])"
 RULES = (
     ("long float", re.compile(_NUM_EDGE + r"-?\d+\.\d{6,}(?![\d])")),
-    ("e-notation", re.compile(_NUM_EDGE + r"-?\d+(?:\.\d+)?[eE][+-]?\d+(?![\w.])")),
+    ("e-notation", re.compile(_NUM_EDGE + r"-?\d+(?:\.\d+)?[eE][+-]?\d+(?!\w|\.\d)")),
     ("zero percent", re.compile(_NUM_EDGE + r"(?:-0(?:\.0+)?|0\.0+)\s?%")),
     ("repr", re.compile(r"\b[A-Z]\w*\((?:[a-z_]\w*=)")),
 )
@@ -145,13 +155,90 @@ def scan_site(html_dir: Path) -> dict[str, list[Finding]]:
     return out
 
 
+def outputs_html(nb) -> str:
+    """An executed notebook's visible outputs as an article the scan reads: HTML as it is, text in
+    an output box; images (their text is the figure's repr) and hidden cells left out."""
+    import html as html_lib
+
+    parts = []
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type != "code" or {"remove-cell", "remove-output", "program-text"} & set(tags):
+            continue
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if out.get("output_type") == "stream":
+                text = html_lib.escape(out["text"])
+            elif "text/html" in data:
+                parts.append(f'<div class="cell_output">{data["text/html"]}</div>')
+                continue
+            elif "text/plain" in data and not any(k.startswith("image/") for k in data):
+                text = html_lib.escape(data["text/plain"])
+            else:
+                continue
+            parts.append(f'<div class="cell_output"><pre>{text}</pre></div>')
+    return '<article class="bd-article">' + "".join(parts) + "</article>"
+
+
+def run_page(path: Path, timeout: int = 900) -> list[Finding]:
+    """Execute the MyST page at `path` (as the book build does) and scan its outputs."""
+    import jupytext
+    import nbclient
+
+    nb = jupytext.read(path, fmt="md:myst")
+    nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    return scan_html(outputs_html(nb))
+
+
+_GLUE_ROLE = re.compile(r"\{glue(?::text)?\}`([^`:]+)(?::([^`]*))?`")
+
+
+def glued_findings(md: Path, glued: dict[str, str], classes: frozenset[str] | None = None) -> list[Finding]:
+    """The findings in the glued prose of the MyST page `md`, given its glued values ({name: text/plain})."""
+    import html as html_lib
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from make_notebooks import format_glued
+
+    source = md.read_text(encoding="utf-8")
+    texts = []
+    for m in _GLUE_ROLE.finditer(source):
+        if m.group(1) in glued:
+            texts.append(format_glued(glued[m.group(1)], m.group(2) or "") + source[m.end():m.end() + 2])
+    body = "".join(f"<p>{html_lib.escape(t)}</p>" for t in texts)
+    return scan_html(f'<article class="bd-article">{body}</article>', frozenset() if classes is None else classes)
+
+
+def scan_glued(root: Path = ROOT) -> dict[str, list[Finding]]:
+    """page -> findings in its glued prose, for every page with a generated notebook beside it."""
+    import json
+
+    out = {}
+    for md in sorted([*root.glob("chapters/*.md"), *root.glob("exercises/*.md"), *root.glob("book/*.md")]):
+        nb = md.with_suffix(".ipynb")
+        if nb.exists():
+            glued = json.loads(nb.read_text(encoding="utf-8")).get("metadata", {}).get("scalebook", {}).get("glued", {})
+            found = glued_findings(md, glued)
+            if found:
+                out[str(md.relative_to(root))] = found
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--html", type=Path, default=ROOT / "_build" / "html")
+    ap.add_argument("--run", type=Path, nargs="+", metavar="PAGE", help="execute these .md pages and scan their outputs")
+    ap.add_argument("--glued", action="store_true", help="scan the glued prose values the generated notebooks record")
     args = ap.parse_args(argv)
-    if not args.html.is_dir():
+    if args.glued:
+        report = scan_glued()
+    elif args.run:
+        report = {str(p): found for p in args.run if (found := run_page(p.resolve()))}
+    elif not args.html.is_dir():
         sys.exit(f"no built site in {args.html}: run `python tools/build_book.py` first")
-    report = scan_site(args.html)
+    else:
+        report = scan_site(args.html)
     for page, found in report.items():
         print(f"{page}:")
         for f in found:

@@ -6,7 +6,9 @@
 A page's weight is its HTML plus every file it names in a `<script src>`, `<link href>`
 (stylesheets, preloads) or `<img src>`, each counted once, read from the built site; web fonts a
 stylesheet pulls in, and what MathJax loads at run time, are not counted (the browser check sees
-those). Prints the site's total, the heaviest folders, and the pages from heaviest to lightest.
+those); the Vega scripts a page with an interactive figure loads at run time are. Prints the
+site's total, the heaviest folders, the pages from heaviest to lightest, and each interactive
+page with the bytes each of its figures embeds.
 """
 from __future__ import annotations
 
@@ -39,8 +41,39 @@ def page_files(page: Path, html_dir: Path) -> set[Path]:
 
 
 def page_bytes(page: Path, html_dir: Path) -> int:
-    """Weight of one page: the bytes of `page_files`."""
-    return sum(p.stat().st_size for p in page_files(page, html_dir))
+    """Weight of one page: the bytes of `page_files`, and the Vega scripts its interactive
+    figures load (`interactive_files`)."""
+    return sum(p.stat().st_size for p in page_files(page, html_dir) | interactive_files(page, html_dir))
+
+
+_FIGURE = re.compile(r'<figure class="sb-interactive" data-scalebook-figure="([^"]+)".*?</figure>', re.S)
+
+
+def interactive_figures(page: Path) -> dict[str, int]:
+    """The interactive figures of a page (scalebook.interactive), name -> bytes embedded in it
+    (chart spec with its data, the static fallback picture, the loader)."""
+    text = page.read_text(encoding="utf-8", errors="replace")
+    return {m.group(1): len(m.group(0).encode("utf-8")) for m in _FIGURE.finditer(text)}
+
+
+def interactive_files(page: Path, html_dir: Path) -> set[Path]:
+    """The scripts a page with an interactive figure loads at run time (_static/vega/*.js)."""
+    if not interactive_figures(page):
+        return set()
+    return {p.resolve() for p in (html_dir / "_static" / "vega").glob("*.js")}
+
+
+def interactive_report(html_dir: Path) -> list[str]:
+    """One line per page with interactive figures: its weight, and what each figure embeds."""
+    mb, kb = 1e6, 1e3
+    scripts = sum(p.stat().st_size for p in (html_dir / "_static" / "vega").glob("*.js"))
+    lines = [f"interactive pages (each also loads the Vega scripts, {scripts / mb:.2f} MB, once for the site):"]
+    for page in sorted(html_dir.rglob("*.html")):
+        figures = interactive_figures(page)
+        if figures:
+            embedded = ", ".join(f"{name} {n / kb:.0f} kB" for name, n in figures.items())
+            lines.append(f"  {page_bytes(page, html_dir) / mb:5.2f} MB  {page.relative_to(html_dir)}: {embedded}")
+    return lines if len(lines) > 1 else ["interactive pages: none"]
 
 
 def report(html_dir: Path) -> str:
@@ -60,6 +93,7 @@ def report(html_dir: Path) -> str:
     lines.append(f"per page (HTML, scripts, stylesheets, images): {len(weights)} pages")
     for n, rel in weights:
         lines.append(f"  {n / mb:5.2f} MB  {rel}")
+    lines += interactive_report(html_dir)
     return "\n".join(lines)
 
 

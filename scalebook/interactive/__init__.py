@@ -1,0 +1,59 @@
+"""Interactive figures: each chapter's central question as a figure the reader can move.
+
+One function per figure, named after what it shows; each returns an `InteractiveFigure`:
+
+    from scalebook import interactive
+    interactive.roofline()          # chapter 1: chip, dtype, batch
+    interactive.collective()        # chapter 3: collective, topology, axes, array size
+    interactive.training_step()     # chapter 5: weights over DP, TP, remat, microbatch, batch
+    interactive.frontier()          # chapter 7: weight and cache dtypes, TP, batch
+
+Displayed in the book build it is a Vega-Lite chart over values the package computed for every
+setting of its controls (no server, no network: the site serves the Vega scripts itself); in
+Jupyter or Colab it is live, its controls calling the package for any setting (ipywidgets).
+Nothing here imports Altair, ipywidgets or matplotlib until a figure is drawn
+(`pip install 'scalebook[interactive]'`). `_figure.py` explains the model, `_site.py` the page,
+`_live.py` the notebook version.
+"""
+from __future__ import annotations
+
+from ._figure import Control, InteractiveFigure, SITE_ENV
+
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "collective", "training_step", "frontier", "figures"]
+
+
+def roofline() -> InteractiveFigure:
+    """Chapter 1: the roofline of a chip in a dtype, and `[B, 8192] x [8192, 8192]` on it as the batch
+    moves (`scalebook.interactive.rooflines`)."""
+    from . import rooflines
+
+    return rooflines.figure()
+
+
+def collective() -> InteractiveFigure:
+    """Chapter 3: a collective's time against the array size V on a topology and mesh axes
+    (`scalebook.interactive.collectives`)."""
+    from . import collectives
+
+    return collectives.figure()
+
+
+def training_step() -> InteractiveFigure:
+    """Chapter 5: memory per chip and step time by part for LLaMA-3 70B on 256 H100s, against the
+    strategy and the batch (`scalebook.interactive.training`)."""
+    from . import training
+
+    return training.figure()
+
+
+def frontier() -> InteractiveFigure:
+    """Chapter 7: the latency/throughput frontier of LLaMA-3 70B decode on H100s against the batch,
+    the weight and KV-cache dtypes and TP (`scalebook.interactive.inference`)."""
+    from . import inference
+
+    return inference.figure()
+
+
+def figures() -> dict[str, InteractiveFigure]:
+    """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
+    return {f.name: f for f in (roofline(), collective(), training_step(), frontier())}

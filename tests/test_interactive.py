@@ -1,0 +1,460 @@
+"""scalebook.interactive: every value an interactive figure shows is the package's, on the site
+(the grid embedded in the page) and live (ipywidgets), pinned against hand derivations from the
+chips' published figures. The browser pass of tools/browser_check.py operates the controls."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("altair")
+pytest.importorskip("ipywidgets")
+
+from scalebook import Error, hardware, interactive, roofline  # noqa: E402
+from scalebook.interactive import _site  # noqa: E402
+from scalebook.interactive._figure import Control, InteractiveFigure  # noqa: E402
+
+#: The budget of data one interactive figure adds to its page (spec, grid, fallback picture).
+PAGE_BUDGET_BYTES = 300_000
+
+# TPU v5e, bf16 (Google Cloud's v5e page, as in scalebook/data): 197 TFLOP/s, 820 GB/s of HBM.
+V5E_PEAK, V5E_HBM = 197e12, 820e9
+
+
+@pytest.fixture(scope="module")
+def fig():
+    return interactive.roofline()
+
+
+def _readout_row(rows):
+    (row,) = [r for r in rows if r["kind"] == "readout"]
+    return row
+
+
+# ------------------------------------------------------------------ chapter 1: the roofline
+def test_roofline_matmul_below_the_critical_batch_is_memory_bound_by_hand(fig):
+    """[128, 8192] x [8192, 8192] in bf16 on a v5e: 2BDF FLOPs over 2(BD + DF + BF) bytes is
+    128 x 8192 / 8448 = 124 FLOP/B, under the 197e12 / 820e9 = 240 FLOP/B corner, so it runs at
+    124 x 820 GB/s = 102 TFLOP/s, 52% of peak."""
+    intensity = 128 * 8192 / (2 * 128 + 8192)
+    attained = intensity * V5E_HBM
+    text = fig.readout(chip="tpu-v5e", dtype="bf16", batch=128)
+    assert text == (f"TPU v5e, bf16, batch 128: intensity {intensity:.0f} FLOP/B, corner {V5E_PEAK / V5E_HBM:.0f} FLOP/B\n"
+                    f"memory-bound: {attained / 1e12:.0f} TFLOP/s, {100 * attained / V5E_PEAK:.0f}% of peak "
+                    f"(critical batch {V5E_PEAK / V5E_HBM:.0f})")
+    row = _readout_row(fig.rows(chip="tpu-v5e", dtype="bf16", batch=128))
+    assert row["bound"] == "memory"
+    assert row["x"] == pytest.approx(intensity, rel=1e-3)
+    assert row["tflops"] == pytest.approx(attained / 1e12, rel=1e-3)
+
+
+def test_roofline_bound_changes_between_batch_128_and_256_on_a_v5e(fig):
+    """At B = 256 the intensity is 256 x 8192 / 8704 = 241 FLOP/B, just past the 240 corner:
+    compute-bound at the full 197 TFLOP/s (what the caption asks the reader to find)."""
+    assert 256 * 8192 / (2 * 256 + 8192) > V5E_PEAK / V5E_HBM > 128 * 8192 / (2 * 128 + 8192)
+    row = _readout_row(fig.rows(chip="tpu-v5e", dtype="bf16", batch=256))
+    assert row["bound"] == "compute"
+    assert row["tflops"] == pytest.approx(V5E_PEAK / 1e12)
+    assert "compute-bound: 197 TFLOP/s, 100% of peak" in row["text"]
+
+
+def test_roofline_roof_is_bandwidth_times_intensity_then_the_peak(fig):
+    rows = [r for r in fig.rows(chip="tpu-v5e", dtype="bf16", batch=64) if r["kind"] == "roof"]
+    assert [r["x"] for r in rows] == pytest.approx([0.5, V5E_PEAK / V5E_HBM, 2e4], rel=1e-3)
+    assert [r["tflops"] for r in rows] == pytest.approx([0.5 * V5E_HBM / 1e12, 197, 197], rel=1e-3)
+    assert all("batch" not in r for r in rows)  # the roof does not depend on the batch
+
+
+@pytest.mark.parametrize("chip,dtype,batch", [("h100", "fp8", 512), ("tpu-v6e", "int8", 2048),
+                                              ("a100", "bf16", 1), ("tpu-7x", "fp8", 8192)])
+def test_roofline_grid_equals_direct_package_calls(fig, chip, dtype, batch):
+    mm = roofline.matmul(chip, batch=batch, d_model=8192, d_ff=8192, dtype=dtype)
+    (row,) = [r for r in fig.grid() if r["kind"] == "readout" and (r["chip"], r["dtype"], r["batch"]) == (chip, dtype, batch)]
+    assert row["x"] == pytest.approx(mm.intensity_flops_per_byte, rel=1e-3)
+    assert row["tflops"] == pytest.approx(mm.flops / mm.lower_seconds / 1e12, rel=1e-3)
+    assert row["bound"] == mm.bound
+    assert f"critical batch {roofline.critical_batch(chip, dtype):,.0f}" in row["text"]
+
+
+def test_roofline_grid_has_one_readout_per_setting_and_one_roof_per_chip_and_dtype(fig):
+    grid = fig.grid()
+    n_chips, n_dtypes, n_batches = len(hardware.chip_names()), 3, 14
+    assert sum(r["kind"] == "readout" for r in grid) == n_chips * n_dtypes * n_batches
+    assert sum(r["kind"] == "roof" for r in grid) == n_chips * n_dtypes * 3
+
+
+def test_roofline_readout_has_no_e_notation_or_long_floats(fig):
+    for row in fig.grid():
+        if row["kind"] == "readout":
+            assert not re.search(r"\de[+-]?\d|\d\.\d{3,}", row["text"]), row["text"]
+
+
+# ------------------------------------------------------------------ the site version
+@pytest.mark.parametrize("name", sorted(interactive.figures()))
+def test_each_figure_fits_its_page_budget(name):
+    size = _site.embedded_bytes(interactive.figures()[name])
+    assert size < PAGE_BUDGET_BYTES, f"{name}: {size} bytes embedded"
+
+
+def test_site_spec_embeds_the_grid_and_binds_one_input_per_control(fig):
+    spec = fig.site_chart().to_dict()
+    assert spec["data"]["values"] == json.loads(json.dumps(fig.grid()))  # once, shared by the layers
+    assert all("data" not in layer for layer in spec["layer"])
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["chip"]["bind"]["input"] == "select" and params["chip"]["value"] == "tpu-v5e"
+    assert params["batch"]["bind"]["input"] == "range"
+    assert params["batch"]["bind"]["max"] == 13 and params["batch"]["value"] == 6  # 2**6 = 64
+    assert spec["description"] == fig.alt
+
+
+def test_site_html_loads_only_the_sites_own_scripts(fig):
+    html = fig.site_html()
+    assert 'data-scalebook-figure="roofline"' in html
+    assert not re.search(r"<script[^>]+src=", html)  # loaded from data-content_root + _static/vega
+    for script in _site.SCRIPTS:
+        assert script in html
+    assert '<img class="sb-fallback" src="data:image/png;base64,' in html
+    assert "</script" not in _site.spec_json(fig).lower()
+
+
+def test_filter_keeps_exactly_one_settings_rows(fig):
+    """The site's filter (datum.F == null || datum.F == param, for every control) evaluated here
+    on the grid picks the rows of one setting, no more."""
+    setting = {"chip": "h200", "dtype": "fp8", "batch": 512}
+    params = {"chip": "h200", "dtype": "fp8", "batch": 9}  # the slider holds the position
+    kept = [r for r in fig.grid()
+            if all(r.get(c.field) is None or r[c.field] == params[c.name] for c in fig.controls)]
+    assert sorted(map(json.dumps, kept)) == sorted(map(json.dumps, fig.rows(**setting)))
+
+
+# ------------------------------------------------------------------ the live version
+def test_live_matches_the_grid_at_a_grid_setting(fig):
+    live = fig.live()
+    live.set(chip="b200", dtype="int8", batch=1024)
+    grid = [r for r in fig.grid() if r.get("chip") == "b200" and r.get("dtype") == "int8"
+            and r.get("batch") in (None, 1024)]
+    assert sorted(map(json.dumps, live.rows)) == sorted(map(json.dumps, grid))
+    assert live.readout == fig.readout(chip="b200", dtype="int8", batch=1024)
+
+
+def test_live_takes_a_batch_off_the_grid(fig):
+    """Batch 300 on an H100 in fp8 (1 byte per element): 2BDF / (BD + DF + BF) = 559 FLOP/B,
+    under the H100's fp8 corner (peak over HBM bandwidth, 588 FLOP/B with the package's figures):
+    memory-bound, at a batch off the powers-of-two grid."""
+    live = fig.live()
+    live.set(chip="h100", dtype="fp8", batch=300)
+    intensity = 2 * 300 * 8192 / (2 * 300 + 8192)
+    row = _readout_row(live.rows)
+    assert row["x"] == pytest.approx(intensity, rel=1e-3)
+    assert intensity < roofline.critical_intensity("h100", "fp8")
+    assert row["bound"] == "memory"
+    assert row["batch"] == 300 and row["batch_i"] == -1
+
+
+def test_live_controls_call_the_package_when_moved(fig):
+    live = fig.live()
+    live.controls["chip"].value = "tpu-v6e"
+    assert live.readout == fig.readout(chip="tpu-v6e", dtype="bf16", batch=64)
+
+
+def test_live_in_a_kernel_matches_the_grid(fig):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from scalebook import interactive\n"
+        "live = interactive.roofline().live()\n"
+        "live.set(chip='tpu-v5p', dtype='bf16', batch=512)\n"
+        "display(live)\n"
+        "print(repr(live.readout))")]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = nb.cells[0].outputs
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert printed.strip() == repr(fig.readout(chip="tpu-v5p", dtype="bf16", batch=512))
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
+
+
+# ------------------------------------------------------------------ bad input
+def test_unknown_control_names_the_valid_ones(fig):
+    with pytest.raises(Error, match=r"no control \['tokens'\].*chip"):
+        fig.rows(tokens=4)
+
+
+def test_unknown_chip_is_the_packages_error(fig):
+    with pytest.raises(Error, match="chip"):
+        fig.rows(chip="tpu-v99")
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"name": "bad name", "label": "x", "values": (1,)}, "identifier"),
+    ({"name": "n", "label": "n", "values": ()}, "at least one value"),
+    ({"name": "n", "label": "n", "values": (1, 2), "kind": "knob"}, "valid kinds"),
+    ({"name": "n", "label": "n", "values": (1, 2), "default": 3}, "default 3"),
+    ({"name": "kind", "label": "kind", "values": (1, 2)}, "a field every row has"),
+])
+def test_control_rejects_bad_definitions(kwargs, match):
+    with pytest.raises(Error, match=match):
+        Control(**kwargs)
+
+
+def test_site_build_env_selects_the_site_version(monkeypatch, fig):
+    monkeypatch.setenv(interactive.SITE_ENV, "1")
+    bundle = fig._repr_mimebundle_()
+    assert "text/html" in bundle and "sb-interactive" in bundle["text/html"]
+    assert isinstance(fig, InteractiveFigure)
+
+
+# ------------------------------------------------------------------ chapter 3: a collective's time
+@pytest.fixture(scope="module")
+def coll_fig():
+    return interactive.collective()
+
+
+def _coll_row(fig, **setting):
+    return _readout_row(fig.rows(**setting))
+
+
+def test_collective_allreduce_on_a_v5e_ring_by_hand(coll_fig):
+    """AllReduce of 1 MB over X of a v5e 16x16 (X wraps around: W = 2 x 45 GB/s one way):
+    bandwidth 2V(N-1)/(NW) = 2 x 1e6 x 15/16 / 90e9 = 20.8 us; latency 2 x N/2 = 16 hops of
+    1 us; 36.8 us in all, bandwidth-bound."""
+    w = 2 * hardware.chip("tpu-v5e").ici_one_way_bytes_per_s
+    bandwidth = 2 * 1e6 * 15 / 16 / w
+    assert w == 90e9 and bandwidth == pytest.approx(20.83e-6, rel=1e-3)
+    row = _coll_row(coll_fig, collective="all-reduce", topology="v5e-16x16", axes="X", bytes_=10 ** 6)
+    assert row["us"] == pytest.approx((bandwidth + 16e-6) * 1e6, rel=1e-3)
+    assert row["regime"] == "bandwidth"
+    assert row["text"] == ("AllReduce of 1 MB over X of TPU v5e 16x16 (N = 16): 36.8 µs\n"
+                           "bandwidth-bound: bandwidth 20.8 µs + latency 16 µs (16 steps)")
+
+
+def test_collective_allgather_in_an_h100_node_by_hand(coll_fig):
+    """AllGather of 1 GB over 8 H100s behind NVSwitch: V(N-1)/(N W) with W = 450 GB/s x 0.824
+    (NCCL's usable share) = 2.36 ms, plus 7 ring steps of 3.4 us (NCCL's Simple protocol, the
+    fastest for an array this large)."""
+    from scalebook import topology
+
+    axis = topology.gpu_node("h100").axis("X")
+    assert (axis.bytes_per_s, axis.bandwidth_efficiency, axis.latency_seconds) == (450e9, 0.824, 3.4e-6)
+    want = 1e9 * 7 / 8 / (450e9 * 0.824) + 7 * 3.4e-6
+    row = _coll_row(coll_fig, collective="all-gather", topology="h100-node", axes="X", bytes_=10 ** 9)
+    assert row["us"] == pytest.approx(want * 1e6, rel=1e-3)
+    assert row["text"].endswith("(7 steps, NCCL Simple)")
+
+
+def test_collective_small_arrays_are_latency_bound_and_large_ones_bandwidth_bound(coll_fig):
+    small = _coll_row(coll_fig, collective="all-gather", topology="v5e-16x16", axes="X", bytes_=10 ** 3)
+    large = _coll_row(coll_fig, collective="all-gather", topology="v5e-16x16", axes="X", bytes_=10 ** 10)
+    assert (small["regime"], large["regime"]) == ("latency", "bandwidth")
+
+
+def test_collective_more_axes_shrink_the_bandwidth_term(coll_fig):
+    """Chapter 3: over k equal wrapped axes of a v5p 8x8x8 an AllGather's bandwidth term is
+    V(N-1)/(N k W): with N = 8, 64, 512 that is 7/8, 63/128, 511/1536 of V/W."""
+    curves = {axes: {r["x"]: r["bw_us"] for r in coll_fig.rows(collective="all-gather", topology="v5p-8x8x8",
+                                                              axes=axes, bytes_=10 ** 9) if r["kind"] == "curve"}
+              for axes in ("X", "XY", "XYZ")}
+    ratios = [curves[a][10 ** 10] / curves["X"][10 ** 10] for a in ("XY", "XYZ")]
+    assert ratios == pytest.approx([(63 / 128) / (7 / 8), (511 / 1536) / (7 / 8)], rel=1e-3)
+
+
+def test_collective_missing_axis_says_which_axes_exist(coll_fig):
+    rows = coll_fig.rows(collective="all-gather", topology="h100-node", axes="XY", bytes_=10 ** 6)
+    assert [r["kind"] for r in rows] == ["readout"]
+    assert rows[0]["text"] == "H100 node (8 GPUs) has no axis Y: its axes are X; pick fewer axes"
+
+
+@pytest.mark.parametrize("setting", [
+    dict(collective="reduce-scatter", topology="h100-4-nodes", axes="XY", bytes_=3 * 10 ** 7),
+    dict(collective="all-to-all", topology="v5p-8x8x8", axes="XYZ", bytes_=10 ** 5),
+    dict(collective="all-reduce", topology="v5e-16x16", axes="XY", bytes_=3 * 10 ** 9),
+])
+def test_collective_grid_equals_direct_package_calls(coll_fig, setting):
+    from scalebook import collectives
+    from scalebook.interactive.collectives import TOPOLOGIES
+
+    t = TOPOLOGIES[setting["topology"]][1]()
+    c = collectives.cost(setting["collective"], t, axes=tuple(setting["axes"]), bytes_=setting["bytes_"])
+    (row,) = [r for r in coll_fig.grid() if r["kind"] == "readout"
+              and all(r.get(k) == v for k, v in setting.items())]
+    assert row["us"] == pytest.approx(c.seconds * 1e6, rel=1e-3)
+    assert row["regime"] == c.regime
+    curve = [r for r in coll_fig.grid() if r["kind"] == "curve" and r.get("bytes_") is None
+             and all(r.get(k) == setting[k] for k in ("collective", "topology", "axes"))]
+    assert len(curve) == len(coll_fig.control("bytes_").values)
+    for r in curve:
+        assert r["us"] == pytest.approx(collectives.cost(setting["collective"], t, axes=tuple(setting["axes"]),
+                                                         bytes_=r["x"]).seconds * 1e6, rel=1e-3)
+
+
+def test_collective_readouts_have_no_e_notation(coll_fig):
+    for row in coll_fig.grid():
+        if row["kind"] == "readout":
+            assert not re.search(r"\de[+-]?\d", row["text"]), row["text"]
+
+
+def test_collective_live_takes_any_size(coll_fig):
+    live = coll_fig.live()
+    live.set(collective="all-reduce", topology="v5e-16x16", axes="X", bytes_=123_456_789.0)
+    from scalebook import collectives, topology
+
+    c = collectives.all_reduce(topology.slice("tpu-v5e", "16x16"), axes="X", bytes_=123_456_789.0)
+    assert _readout_row(live.rows)["us"] == pytest.approx(c.seconds * 1e6, rel=1e-3)
+
+
+# ------------------------------------------------------------------ make bench: page weight
+def _weight_module():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "site" / "weight.py"
+    spec = importlib.util.spec_from_file_location("site_weight_interactive", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_interactive_page_weighs_the_vega_scripts_it_loads(tmp_path):
+    weight = _weight_module()
+    (tmp_path / "_static" / "vega").mkdir(parents=True)
+    (tmp_path / "_static" / "vega" / "vega.min.js").write_bytes(b"x" * 700)
+    (tmp_path / "_static" / "vega" / "vega.LICENSE").write_bytes(b"x" * 5)
+    figure = '<figure class="sb-interactive" data-scalebook-figure="roofline">data</figure>'
+    (tmp_path / "with.html").write_text(f"<p>a</p>{figure}")
+    (tmp_path / "without.html").write_text("<p>b</p>")
+    (tmp_path / "index.html").write_text("<p>home</p>")
+    assert weight.page_bytes(tmp_path / "with.html", tmp_path) == len(f"<p>a</p>{figure}") + 700
+    assert weight.page_bytes(tmp_path / "without.html", tmp_path) == len("<p>b</p>")
+    assert weight.interactive_figures(tmp_path / "with.html") == {"roofline": len(figure)}
+    report = weight.report(tmp_path)
+    assert "with.html: roofline 0 kB" in report and "without.html:" not in report
+
+
+# ------------------------------------------------------------------ chapter 5: a training step
+@pytest.fixture(scope="module")
+def step_fig():
+    return interactive.training_step()
+
+
+def _params_70b() -> float:
+    from scalebook import models, transformer
+
+    return transformer.params(models.preset("llama3-70b")).total_params
+
+
+@pytest.mark.parametrize("data,tp,divisor", [("dp", 1, 1), ("zero1", 1, 256), ("fsdp", 1, 256), ("fsdp", 4, 256),
+                                             ("dp", 8, 8)])
+def test_training_optimizer_memory_by_hand(step_fig, data, tp, divisor):
+    """Adam's two fp32 moments and an fp32 master copy: 12 bytes per parameter, held whole by
+    plain DP (split only by TP), and split over all 256 chips by ZeRO-1 and FSDP."""
+    row = _readout_row(step_fig.rows(data=data, tp=tp, remat="none", microbatch="whole", batch_tokens=2 ** 21))
+    assert row["GB optimizer"] == pytest.approx(12 * _params_70b() / divisor / 1e9, rel=5e-3)
+
+
+def test_training_strategy_of_a_setting_uses_every_chip():
+    from scalebook.interactive.training import strategy
+    from scalebook.strategy import Strategy
+
+    assert strategy("zero2", 4, "selective", "1") == Strategy(dp=64, zero=2, tp=4, sequence_parallel=True,
+                                                              remat="selective", microbatch=1)
+    assert strategy("fsdp", 1, "none", "whole") == Strategy(fsdp=256)
+
+
+@pytest.mark.parametrize("setting", [
+    dict(data="fsdp", tp=8, remat="selective", microbatch="whole", batch_tokens=2 ** 22),
+    dict(data="zero1", tp=2, remat="full", microbatch="1", batch_tokens=2 ** 20),
+])
+def test_training_grid_equals_direct_package_calls(step_fig, setting):
+    from scalebook import training
+    from scalebook.interactive.training import strategy
+
+    e = training.estimate("llama3-70b", strategy=strategy(setting["data"], setting["tp"], setting["remat"],
+                                                          setting["microbatch"]),
+                          seq_len=4096, batch_tokens=setting["batch_tokens"], chip="h100", chips=256)
+    (row,) = [r for r in step_fig.grid() if all(r.get(k) == v for k, v in setting.items())]
+    assert sum(v for k, v in row.items() if k.startswith("GB ")) == pytest.approx(sum(e.memory.parts().values()) / 1e9, rel=1e-2)
+    assert sum(v for k, v in row.items() if k.startswith("time ")) == pytest.approx(e.step_seconds, rel=1e-2)
+    assert f"MFU {100 * e.mfu:.0f}%" in row["text"]
+    assert ("(fits)" in row["text"]) == e.fits
+
+
+def test_training_fits_and_does_not_fit_both_occur(step_fig):
+    """The figure's point: some settings fit in an H100's 80 GB and some do not."""
+    texts = [r["text"] for r in step_fig.grid()]
+    assert any("(fits)" in t for t in texts) and any("(does not fit)" in t for t in texts)
+
+
+def test_training_chart_gives_every_part_a_number(step_fig):
+    spec = step_fig.site_chart().to_dict()
+    parts = {k for r in spec["data"]["values"] for k in r if k.startswith(("GB ", "time "))}
+    assert all(set(r) >= parts for r in spec["data"]["values"])
+
+
+# ------------------------------------------------------------------ chapter 7: the frontier
+@pytest.fixture(scope="module")
+def frontier_fig():
+    return interactive.frontier()
+
+
+def test_frontier_throughput_per_chip_is_batch_over_latency_over_chips(frontier_fig):
+    """Each step emits one token per sequence: B tokens every per-token latency, over tp chips."""
+    row = _readout_row(frontier_fig.rows(weights="bf16", kv="bf16", tp=8, batch=64))
+    latency_s = row["x"] / 1e3
+    assert row["tps"] == pytest.approx(64 / latency_s / 8, rel=2e-3)
+
+
+def test_frontier_readout_equals_a_direct_estimate(frontier_fig):
+    from scalebook import inference
+
+    e = inference.estimate("llama3-70b", chip="h100", deployment=inference.Deployment(tp=4, weights="fp8", kv="bf16"),
+                           batch=128, prompt_len=2048, output_len=512)
+    row = _readout_row(frontier_fig.rows(weights="fp8", kv="bf16", tp=4, batch=128))
+    assert row["x"] == pytest.approx(1e3 * e.per_token_latency_seconds, rel=1e-3)
+    assert row["tps"] == pytest.approx(e.output_tokens_per_s_per_chip, rel=1e-3)
+
+
+def test_frontier_a_batch_past_the_largest_that_fits_says_so(frontier_fig):
+    from scalebook import inference, models
+
+    most = inference.max_batch(models.preset("llama3-70b"), chip="h100", deployment=inference.Deployment(tp=8),
+                               context=2048 + 512, prompt_len=2048)
+    assert 512 < most < 1024
+    rows = frontier_fig.rows(weights="bf16", kv="bf16", tp=8, batch=1024)
+    assert _readout_row(rows)["text"].endswith(f"does not fit\nthe largest batch that fits is {most:,} "
+                                               "(prompt 2,048 + output 512 tokens)")
+    assert "x" not in _readout_row(rows)  # no point drawn
+    assert max(r["tps"] for r in rows if r["kind"] == "curve") == pytest.approx(
+        _readout_row(frontier_fig.rows(weights="bf16", kv="bf16", tp=8, batch=512))["tps"], rel=0.2)
+
+
+def test_frontier_fp8_weights_lower_the_latency_floor_and_fp8_cache_raises_the_batch(frontier_fig):
+    """Chapter 7: fp8 weights halve the weight reads (the curve moves left, less than 2x: the
+    fixed time per layer stays); an fp8 cache halves the cache bytes per sequence, so more fit."""
+    b1 = {w: _readout_row(frontier_fig.rows(weights=w, kv="bf16", tp=8, batch=1))["x"] for w in ("bf16", "fp8")}
+    assert b1["bf16"] / 2 < b1["fp8"] < b1["bf16"]
+
+    def most(kv):
+        text = _readout_row(frontier_fig.rows(weights="bf16", kv=kv, tp=8, batch=1))["text"]
+        return int(re.search(r"largest batch that fits: ([\d,]+)", text).group(1).replace(",", ""))
+
+    assert most("fp8") > 1.5 * most("bf16")
+
+
+@pytest.mark.parametrize("name", sorted(interactive.figures()))
+def test_each_static_fallback_passes_the_figure_check(name):
+    """The picture shown with scripts off is checked like every figure of the book
+    (`scalebook.plots._style.text_problems`: no text on text, none across a frame)."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from scalebook.plots import _style
+
+    fig = interactive.figures()[name]
+    drawn = fig.static(**fig.default_setting)
+    try:
+        assert _style.text_problems(drawn) == []
+    finally:
+        plt.close(drawn)
