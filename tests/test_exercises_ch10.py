@@ -49,8 +49,9 @@ HAND = {
     "10.4": (8 * (256e3 / 16) / V5E_ONE_WAY + 8 * HOP) * 1e6,
     # 10.5: AllToAll over N = 8 of V = 8192^2 x 2 bytes: each device sends V (N - 1) / N^2. In MB.
     "10.5": 8192 * 8192 * 2 * 7 / 64 / 1e6,
-    # 10.6: 2 (I/N) J (K/N) / C >= 2 x (I/N) J x 2 bytes / W_1 (two blocks per step): K/N >= C / (2 W_1).
-    "10.6": V5P_BF16 / (2 * V5P_ONE_WAY),
+    # 10.6: 2 (I/N) J (K/N) / C >= 2 x (I/N) J x 2 bytes / W_1 (two blocks per step): K/N >= C / (2 W_1)
+    # = 2550 columns, so N <= 32768 / 2550 = 12.9: of the rings of 4, 8 and 16, the largest is 8.
+    "10.6": max(n for n in (4, 8, 16) if 32768 / n >= V5P_BF16 / (2 * V5P_ONE_WAY)),
     # 10.7: 15 rounds of max(send, block), then the last block. In ms.
     "10.7": (15 * max(_S7, _B7) + _B7) * 1e3,
     "10.8": (7 * max(_S8, 2 * _B8) + max(_S8, _B8) + _B8) * 1e3,
@@ -64,8 +65,10 @@ HAND = {
     "10.11": (3.5 * (1e9 / 8) / V5P_ONE_WAY + 4 * HOP) * 1e3,
     # 10.12: 7 running sums of (4096 / 8) x 8192 bf16 values. In MB.
     "10.12": 7 * (4096 / 8) * 8192 * 2 / 1e6,
-    # 10.13: sequential / overlapped.
-    "10.13": (4 * _S13 + 8 * _B13) / (max(_S13, _B13) + 3 * max(_S13, 2 * _B13) + _B13),
+    # 10.13: sequential / overlapped = (4 s + 8 b) / (max(s, b) + 3 max(s, 2 b) + b), s a block's send, b its
+    # matmul (b grows with K). For b <= s/2: (4 s + 8 b) / (4 s + b), rising; for s/2 <= b <= s:
+    # (4 s + 8 b) / (s + 7 b), falling (8 (s + 7 b) - 7 (4 s + 8 b) = -20 s). The peak, at b = s/2: 8 / 4.5.
+    "10.13": (4 + 8 * 0.5) / (4 + 0.5),
     # 10.14: 8 H100s behind NVSwitches, a ring both ways: 4 steps of one hop, but each GPU still sends 7
     # blocks of 256 MB / 8 through its own 450 GB/s. In us.
     "10.14": (7 * (256e6 / 8) / H100_NVLINK + 4 * HOP) * 1e6,
@@ -108,7 +111,8 @@ def test_key_is_correct(pid):
     ("10.4", 8 * (256e3 / 16) / V5E_ONE_WAY * 1e6, "bandwidth term"),
     ("10.4", 8 * HOP * 1e6, "max approximation"),
     ("10.5", 8192 * 8192 * 2 * 7 / 8 / 1e6, "AllToAll"),
-    ("10.6", V5P_BF16 / V5P_ONE_WAY, "halves"),
+    ("10.6", 4, "halves"),                                                # the one-way limit
+    ("10.6", 16, "below the hiding width"),
     ("10.7", (15 * _S7 + 16 * _B7) * 1e3, "sequential"),
     ("10.7", 16 * _B7 * 1e3, "compute alone"),
     ("10.8", (8 * _S8 + 16 * _B8) * 1e3, "sequential"),

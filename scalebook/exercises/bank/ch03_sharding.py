@@ -1,6 +1,8 @@
 """Problems of chapter 3 (Sharded matrices and collectives): keys from `collectives` and `topology`."""
 from __future__ import annotations
 
+import math
+
 from ... import collectives, sharding, topology, units
 from ...hardware import chip
 from ..problem import problem
@@ -37,18 +39,19 @@ def latency_crossover(chip_name, shape, axis):
     return one.latency_seconds / one.bandwidth_seconds / 1e3
 
 
-@problem("3.4", title="When a contracting-dim AllReduce hides behind compute", unit="",
-         chip_name="tpu-v5e", shape="16x16", axis="X", batch=8192, d_ff=8192, dtype="bf16",
-         slips={2: "off by 2: count 2 FLOPs per multiply-add and the AllReduce as 2V / W"},
-         hint="compute 2BDF / (N x peak) against AllReduce 2 (2BF bytes) (N - 1) / (N W); B and F cancel")
-def comm_compute_balance(chip_name, shape, axis, batch, d_ff, dtype):
+@problem("3.4", title="The link a model width needs to hide its AllReduce", unit="GB/s",
+         chip_name="tpu-v5e", shape="16x16", axis="X", d_model=8192, dtype="bf16",
+         slips={2: "off by 2: count 2 FLOPs per multiply-add and the AllReduce as 2V / W",
+                16 / 15: "that is the large-N rule 2 N C / D; the statement asks for the exact 2 (N - 1) C / D"},
+         hint="compute 2BDF / (N C) against AllReduce 2 (2BF bytes) (N - 1) / (N W); B and F cancel: W = 2 (N - 1) C / D")
+def link_to_hide_allreduce(chip_name, shape, axis, d_model, dtype):
+    # the chapter's threshold D > 2 N C / W turned round: the W at which a given D just hides the AllReduce.
+    # Priced at the slice's own W (any B, F: they cancel), then scaled: the needed W is W x comm / compute.
     topo = topology.slice(chip_name, shape)
-    n = topo.axis(axis).size
-    # the bandwidth term: at these sizes the hops' latency is negligible, and B and F cancel only in it
-    comm = collectives.all_reduce(topo, axes=axis, bytes_=batch * d_ff * units.dtype_bytes(dtype)).bandwidth_seconds
-    peak = chip(chip_name).peak_flops_per_s(dtype)
-    # compute(D) = 2 * batch * D * d_ff / (n * peak) equals comm at:
-    return comm * n * peak / (2 * batch * d_ff)
+    n, b, f = topo.axis(axis).size, 4096, 4096
+    comm = collectives.all_reduce(topo, axes=axis, bytes_=b * f * units.dtype_bytes(dtype)).bandwidth_seconds
+    compute = 2 * b * d_model * f / (n * chip(chip_name).peak_flops_per_s(dtype))
+    return topo.axis(axis).bytes_per_s * comm / compute / 1e9
 
 
 @problem("3.5", title="Routing tokens with an AllToAll", unit="ms", chips=16,
@@ -113,24 +116,37 @@ def hops_to_chip(chip_name, shape, src, dst):
     return topology.hops(topology.slice(chip_name, shape), src, dst)
 
 
-@problem("3.12", title="Borrowing an idle axis", unit="ms", chip_name="tpu-v5e", shape="16x16",
-         d_model=8192, d_ff=32768, dtype="bf16", axis="X", idle="Y",
-         slips={480 / 255: "that is the plain AllGather over X alone: the copies along Y can each "
-                                      "take a different slice first, then gather over both axes"},
-         hint="slice the copies along Y for free, then one AllGather over X and Y: V (N - 1) / (N (W_X + W_Y))")
-def idle_axis_gather(chip_name, shape, d_model, d_ff, dtype, axis, idle):
-    v = d_model * d_ff * units.dtype_bytes(dtype)
+@problem("3.12", title="When borrowing an idle axis pays", unit="MB", chip_name="tpu-v5e", shape="16x16",
+         axis="X", idle="Y",
+         slips={2: "off by 2: over both axes the bytes move at W_X + W_Y = 2 W, and the hops double"},
+         hint="plain: hops_X x 1 us + V (15/16) / W; borrowed: (hops_X + hops_Y) x 1 us + V (255/256) / (2 W); "
+              "equal where the extra hops' latency equals the bandwidth time saved")
+def idle_axis_crossover(chip_name, shape, axis, idle):
+    # both times are linear in V (latency + V x time per byte); the crossover is where the lines meet
     topo = topology.slice(chip_name, shape)
-    return collectives.with_idle_axes("all-gather", topo, axes=axis, idle=idle, bytes_=v).seconds / _MS
+
+    def times(v):
+        staged = collectives.with_idle_axes("all-gather", topo, axes=axis, idle=idle, bytes_=v)
+        return staged.plain.seconds, staged.seconds
+
+    (p1, s1), (p2, s2) = times(1e6), times(2e6)
+    slope_plain, slope_staged = (p2 - p1) / 1e6, (s2 - s1) / 1e6
+    return (1e6 + (s1 - p1) / (slope_plain - slope_staged)) / 1e6
 
 
-@problem("3.13", title="An AllToAll with few destinations", unit="us", chip_name="tpu-v5e", shape="16x16",
-         axis="X", bytes_=256e6, destinations=3,
-         slips={5: "off by 5: each chip sends to 3 of its 15 peers, so the links carry 3/15 of the dense traffic"},
-         hint="dense AllToAll V / (4 W) on a ring with a wraparound, times destinations / (N - 1)")
-def sparse_alltoall(chip_name, shape, axis, bytes_, destinations):
+@problem("3.13", title="How sparse an AllToAll must be", unit="", rel_tol=1e-9, chip_name="tpu-v5e",
+         shape="16x16", axis="X", bytes_=256e6, seconds=250e-6,
+         slips={6 / 5: "round down: one destination more overruns the budget"},
+         hint="a sparse AllToAll with k of the N - 1 destinations carries k / (N - 1) of the dense V / (4 W); "
+              "the hops' latency stays: the largest whole k with latency + k V / (4 W (N - 1)) <= budget")
+def sparse_alltoall_budget(chip_name, shape, axis, bytes_, seconds):
+    # the chapter's sparse AllToAll turned round: the most destinations per sender that fit the time
     topo = topology.slice(chip_name, shape)
-    return collectives.sparse_all_to_all(topo, axes=axis, bytes_=bytes_, destinations=destinations).seconds / _US
+    fits = [k for k in range(1, topo.axis(axis).size)
+            if collectives.sparse_all_to_all(topo, axes=axis, bytes_=bytes_, destinations=k).seconds <= seconds]
+    if not fits:
+        raise ValueError("the budget is too short for even one destination per sender")
+    return max(fits)
 
 
 MIN_LATENCY_OPTIONS = ("In[B, D_X] @ W[D_X, F_Y] -> Out[B, F_Y]",
@@ -177,21 +193,29 @@ def _mlp_weight_bytes_per_chip(specs, mesh, dims, dtype) -> float:
                for s in specs)
 
 
-@problem("3.17", title="An MLP under a memory cap", unit="us", chip_name="tpu-v5e", mesh={"X": 4, "Y": 2},
-         dims={"B": 4096, "D": 4096, "F": 16384}, dtype="bf16", cap_bytes=50e6, layouts=MLP_LAYOUTS,
-         slips={2: "off by 2: that layout AllReduces the output; a ReduceScatter onto the batch sends half",
-                12 / 7: "that layout keeps more weight per chip than the cap allows: cutting F over X alone "
-                        "leaves a quarter of both weights on each chip"},
-         hint="keep the layouts whose two weights fit under the cap, price their collectives with sharding.plan, "
-              "take the smallest")
-def memory_capped_mlp(chip_name, mesh, dims, dtype, cap_bytes, layouts):
+@problem("3.17", title="The largest batch an MLP's collectives allow", unit="token", rel_tol=1e-9,
+         chip_name="tpu-v5e", mesh={"X": 4, "Y": 2}, dims={"D": 4096, "F": 16384}, dtype="bf16", cap_bytes=50e6,
+         seconds=100e-6, layouts=MLP_LAYOUTS,
+         slips={2: "off by 2: that layout AllReduces the output; a ReduceScatter onto the batch sends half"},
+         hint="keep the layouts whose two weights fit under the cap; each one's collectives take latency + k B; "
+              "the largest B, a multiple of the 8 chips, with latency + k B <= the budget, over the layouts that fit")
+def memory_capped_mlp_batch(chip_name, mesh, dims, dtype, cap_bytes, seconds, layouts):
+    # the chapter's memory-capped MLP turned round: given a time budget for its collectives, the largest batch
     best = None
     for specs in layouts.values():
-        if _mlp_weight_bytes_per_chip(specs, mesh, dims, dtype) > cap_bytes:
-            continue
-        t = sum(sharding.plan(s, mesh=mesh, dims=dims, chip=chip_name, dtype=dtype).comm_seconds for s in specs)
-        best = t if best is None else min(best, t)
-    return best / _US
+        if _mlp_weight_bytes_per_chip(specs, mesh, {**dims, "B": 1}, dtype) > cap_bytes:
+            continue  # the weights do not depend on the batch
+
+        def comm(b, specs=specs):
+            return sum(sharding.plan(s, mesh=mesh, dims={**dims, "B": b}, chip=chip_name, dtype=dtype).comm_seconds
+                       for s in specs)
+        per_token = (comm(2048) - comm(1024)) / 1024  # the collectives are latency + per_token x B
+        n = math.prod(mesh.values())  # the batch is a whole multiple of the chips (it may end up cut over all)
+        b_max = n * math.floor((seconds - (comm(1024) - 1024 * per_token)) / per_token / n + 1e-9)
+        best = b_max if best is None else max(best, b_max)
+    if best is None or best < 1:
+        raise ValueError("no layout fits the cap with a batch of one token within the time")
+    return best
 
 
 @problem("3.18", title="When to move weights instead of activations", unit="token", rel_tol=1e-9,
@@ -206,3 +230,30 @@ def weights_or_activations(chip_name, mesh, d_model, d_ff, dtype, gather, reduce
     b0 = 1024
     k = (comm(reduce, 2 * b0) - comm(reduce, b0)) / b0
     return round(b0 + (comm(gather, b0) - comm(reduce, b0)) / k)
+
+
+@problem("3.19", title="The largest array a time budget gathers", unit="MB", chip_name="tpu-v5e", shape="16x16",
+         axis="X", seconds=100e-6,
+         slips={100 / 92: "that spends the whole budget on bytes: the hops' latency comes off the budget first"},
+         hint="additive form: hops x 1 us + V (N - 1) / (N W) <= budget, so V = (budget - hops x 1 us) N W / (N - 1)")
+def largest_gather_in_budget(chip_name, shape, axis, seconds):
+    # the reverse of 3.1: the AllGather's time is latency + V x (time per byte); solve it for V
+    topo = topology.slice(chip_name, shape)
+    per_byte = collectives.all_gather(topo, axes=axis, bytes_=1.0)  # 1 byte: the bandwidth time per byte
+    room = seconds - per_byte.latency_seconds
+    if room <= 0:
+        raise ValueError("the budget must exceed the hops' latency for any array to fit")
+    return room / per_byte.bandwidth_seconds / 1e6
+
+
+@problem("3.20", title="Which axis for the gradient AllReduce?", unit="ms", chip_name="tpu-v5e", shape="8x16",
+         params=1e9, dtype="bf16", axes=("X", "Y"),
+         slips={(2 * 2e9 * 7 / 8 / 45e9 + 14e-6) / (2 * 2e9 * 15 / 16 / 90e9 + 16e-6):
+                "that is the axis of 8: it has no wraparound, so it runs at the one-way W over N - 1 hops; the "
+                "longer axis wraps and is faster"},
+         hint="price the AllReduce 2 V (N - 1) / (N W) on each axis: X (8, a line, one-way W) and Y (16, a ring, "
+              "bidirectional W); keep the faster")
+def gradient_allreduce_axis(chip_name, shape, params, dtype, axes):
+    topo = topology.slice(chip_name, shape)
+    v = params * units.dtype_bytes(dtype)
+    return min(collectives.all_reduce(topo, axes=a, bytes_=v).seconds for a in axes) / _MS

@@ -84,12 +84,19 @@ def reshard_bytes(chip_name, shape, axis, rows, cols, dtype):
     return collectives.all_to_all(_slice(chip_name, shape), axes=axis, bytes_=v).bytes_per_device / 1e6
 
 
-@problem("10.6", title="Width that hides the sends", unit="", chip_name="tpu-v5p", shape="8x8x8", axis="X",
-         dtype="bf16",
-         slips={2.0: "both ways, two blocks arrive per step, so a step has twice the matmul work to hide its "
-                     "send behind: the width halves"})
-def hiding_width_v5p(chip_name, shape, axis, dtype):
-    return jc.hiding_width(_slice(chip_name, shape), axis=axis, dtype=dtype, bidirectional=True)
+@problem("10.6", title="How many chips before the sends show", unit="chip", rel_tol=1e-9, chip_name="tpu-v5p",
+         shapes=("4x4x4", "8x8x8", "16x16x16"), axis="X", k=32768, dtype="bf16",
+         slips={2.0: "a ring twice too large leaves K / N below the hiding width C / W, and the sends set the pace; "
+                     "one half as large is the one-way ring's limit: both ways, two blocks arrive per step and "
+                     "the width halves"})
+def largest_hiding_group(chip_name, shapes, axis, k, dtype):
+    # chapter 10's hiding width turned round: the largest ring (among the slices' axes) with K / N >= the width
+    fits = [topology.slice(chip_name, s).axis(axis).size for s in shapes
+            if k / topology.slice(chip_name, s).axis(axis).size
+            >= jc.hiding_width(_slice(chip_name, s), axis=axis, dtype=dtype, bidirectional=True)]
+    if not fits:
+        raise ValueError("no listed axis is small enough for its sends to hide")
+    return max(fits)
 
 
 _CM = dict(I=16384, J=8192, K=32768)
@@ -175,11 +182,15 @@ def collective_matmul_bytes(n, rows, cols, dtype):
                         bidirectional=False).bytes_per_device / 1e6
 
 
-@problem("10.13", title="Is the overlap worth it?", unit="", chip_name="tpu-v5p", shape="8x8x8", axis="X",
-         dims=dict(I=8192, J=8192, K=8192), dtype="bf16", rel_tol=0.02,
-         slips={0.5615: "that is overlapped / sequential; the question asks how many times faster"})
-def overlap_speedup(chip_name, shape, axis, dims, dtype):
-    c = jc.collective_matmul_cost("allgather-matmul", _slice(chip_name, shape), axis=axis, dims=dims, dtype=dtype,
+@problem("10.13", title="The most the overlap can win", unit="", chip_name="tpu-v5p", shape="8x8x8", axis="X",
+         rows=8192, inner=8192, dtype="bf16", rel_tol=0.02,
+         slips={(9 / 16) ** 2: "that is overlapped / sequential; the question asks how many times faster"})
+def best_overlap_speedup(chip_name, shape, axis, rows, inner, dtype):
+    # below the hiding width the speedup grows with K (more matmul to hide), above it it falls (the sends are
+    # gone and only the matmuls remain): the best K puts K / N exactly at the width
+    topo = _slice(chip_name, shape)
+    k = topo.axis(axis).size * jc.hiding_width(topo, axis=axis, dtype=dtype, bidirectional=True)
+    c = jc.collective_matmul_cost("allgather-matmul", topo, axis=axis, dims=dict(I=rows, J=inner, K=k), dtype=dtype,
                                   bidirectional=True)
     return c.speedup
 
