@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import types
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -79,11 +80,29 @@ def test_scalebook_source_still_overrides_the_site(monkeypatch):
     assert calls == ["install -q 'scalebook[jax,plot] @ file:///tmp/x.whl'"]
 
 
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    """A site folder holding the wheel, built as the book build builds it."""
+    site = tmp_path_factory.mktemp("site") / "html"
+    return site, build_book.build_wheel(site)
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_every_module_and_data_file_of_the_checkout_and_nothing_else(built_site):
+    site, wheel = built_site
+    assert wheel == site / "_static" / "dist" / WHEEL
+    package = ROOT / "scalebook"
+    want = {p.relative_to(ROOT).as_posix() for p in [*package.rglob("*.py"), *package.glob("data/*.json")]
+            if "__pycache__" not in p.parts}
+    with zipfile.ZipFile(wheel) as z:
+        shipped = {n for n in z.namelist() if not n.startswith(f"scalebook-{scalebook.__version__}.dist-info/")}
+    assert shipped == want
+
+
 @pytest.fixture
-def served_site(tmp_path):
-    """The wheel built as the book build builds it, in a site folder served on a free localhost port."""
-    site = tmp_path / "html"
-    wheel = build_book.build_wheel(site)
+def served_site(built_site):
+    """The built site served over HTTP on a free localhost port."""
+    site, wheel = built_site
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
     handler.log_message = lambda *a: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -99,7 +118,6 @@ def served_site(tmp_path):
 @pytest.mark.slow
 def test_a_fresh_venv_installs_the_package_from_the_served_site(served_site, tmp_path):
     site, wheel, base = served_site
-    assert wheel == site / "_static" / "dist" / WHEEL
     url = f"{base}/{make_notebooks.WHEEL_DIR}/{make_notebooks.wheel_filename()}"
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

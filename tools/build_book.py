@@ -30,6 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -106,10 +107,17 @@ def build_wheel(html_dir: Path = HTML) -> Path:
     dist.mkdir(parents=True, exist_ok=True)
     for old in dist.glob("scalebook-*.whl"):
         old.unlink()
-    # An isolated build: pip gets the build backend pyproject.toml asks for (setuptools>=77, which
-    # reads the SPDX `license` string); a virtual environment's own setuptools may be older.
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--disable-pip-version-check",
-                           "-w", str(dist), str(ROOT)], capture_output=True, text=True)
+    # Built from a copy of what the package is made of: setuptools reuses a checkout's build/lib,
+    # where a module deleted since the last build would still sit and ship. An isolated build: pip
+    # gets the backend pyproject.toml asks for (setuptools>=77 reads the SPDX `license` string); a
+    # virtual environment's own setuptools may be older.
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        shutil.copytree(ROOT / "scalebook", src / "scalebook", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            shutil.copy2(ROOT / name, src / name)
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--disable-pip-version-check",
+                               "-w", str(dist), str(src)], capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"building the wheel failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     wheel = dist / make_notebooks.wheel_filename()
