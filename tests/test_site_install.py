@@ -33,13 +33,17 @@ import make_notebooks  # noqa: E402
 WHEEL = f"scalebook-{scalebook.__version__}-py3-none-any.whl"
 
 
-def _install_cell_pip_line(monkeypatch) -> str:
-    """Run the install cell as in a Colab runtime without scalebook; return the one %pip line it runs."""
+def _install_cell_pip_line(monkeypatch, source: str | None = None) -> str:
+    """Run the install cell as in a Colab runtime without scalebook (SCALEBOOK_SOURCE=`source`,
+    unset when None); return the one %pip line it runs."""
     calls = []
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
     monkeypatch.setitem(sys.modules, "scalebook", None)  # import scalebook -> ImportError
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "99.0")
-    monkeypatch.delenv("SCALEBOOK_SOURCE", raising=False)
+    if source is None:
+        monkeypatch.delenv("SCALEBOOK_SOURCE", raising=False)
+    else:
+        monkeypatch.setenv("SCALEBOOK_SOURCE", source)
     shell = types.SimpleNamespace(run_line_magic=lambda magic, line: calls.append((magic, line)))
     exec(make_notebooks.install_cell_source(), {"get_ipython": lambda: shell, "__builtins__": builtins})
     ((magic, line),) = calls
@@ -69,15 +73,8 @@ def test_the_site_address_is_the_one_setting_for_the_install_url(tmp_path, monke
 
 
 def test_scalebook_source_still_overrides_the_site(monkeypatch):
-    cell = make_notebooks.install_cell_source()
-    monkeypatch.setenv("SCALEBOOK_SOURCE", "file:///tmp/x.whl")
-    calls = []
-    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
-    monkeypatch.setitem(sys.modules, "scalebook", None)
-    monkeypatch.setattr(importlib.metadata, "version", lambda name: "99.0")
-    shell = types.SimpleNamespace(run_line_magic=lambda magic, line: calls.append(line))
-    exec(cell, {"get_ipython": lambda: shell, "__builtins__": builtins})
-    assert calls == ["install -q 'scalebook[jax,plot] @ file:///tmp/x.whl'"]
+    line = _install_cell_pip_line(monkeypatch, source="file:///tmp/x.whl")
+    assert line == "install -q 'scalebook[jax,plot] @ file:///tmp/x.whl'"
 
 
 @pytest.fixture(scope="module")
