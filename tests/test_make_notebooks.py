@@ -7,6 +7,8 @@ import types
 
 import pytest
 
+import scalebook
+
 from notebook_tools import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -232,7 +234,8 @@ def test_install_cell_does_nothing_outside_colab_even_with_an_old_jax(monkeypatc
 def test_install_cell_upgrades_an_old_jax_and_asks_for_one_restart(monkeypatch):
     older = MIN[:-1] + (MIN[-1] - 1,) if MIN[-1] else (MIN[0], MIN[1] - 1, 99)
     calls, printed = _run_install_cell(monkeypatch, jax=_dotted(older) + ".dev20250101")
-    assert calls == [("pip", "install -q 'scalebook[jax,plot] @ git+https://github.com/scalebook/scalebook'")]
+    wheel = f"scalebook-{scalebook.__version__}-py3-none-any.whl"
+    assert calls == [("pip", f"install -q 'scalebook[jax,plot] @ https://scalebook.github.io/scalebook/_static/dist/{wheel}'")]
     assert len(printed) == 1 and "restart the runtime" in printed[0] and _dotted(MIN) in printed[0]
 
 
@@ -243,9 +246,12 @@ def test_install_cell_installs_a_missing_scalebook_without_asking_for_a_restart(
     assert len(calls) == 1 and printed == []
 
 
-def test_install_cell_takes_the_repository_url_from_config(tmp_path, monkeypatch):
+def test_install_cell_takes_the_site_url_from_config(tmp_path, monkeypatch):
     (tmp_path / "_config.yml").write_text("repository:\n  url: https://github.com/someone/fork\n")
     (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    (tmp_path / "scalebook").mkdir()
+    (tmp_path / "scalebook" / "__init__.py").write_text('__version__ = "2.0.1"\n')
     monkeypatch.setattr(make_notebooks, "ROOT", tmp_path)
-    assert "git+https://github.com/someone/fork" in make_notebooks.install_cell_source()
+    assert ("https://someone.github.io/fork/_static/dist/scalebook-2.0.1-py3-none-any.whl"
+            in make_notebooks.install_cell_source())
     assert make_notebooks.site_url() == "https://someone.github.io/fork"

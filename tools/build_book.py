@@ -11,6 +11,10 @@ on any). So is every output a reader sees (`tools/site/page_scan.py`: reprs of t
 classes, long unrounded floats, e-notation outside code, '0.0%' and '-0%'): listed after a build,
 a failure under `--check`.
 
+After Sphinx, the package's wheel goes into the site (`build_wheel`: `_static/dist/`, under the
+name `make_notebooks.wheel_filename()` gives it), and the notebooks' install cell installs it from
+the site's address, so a reader needs nothing but the site.
+
 Installs the site's own JavaScript first (MathJax, pinned in tools/site/package.json and
 package-lock.json) with `npm ci`, so the site serves it itself and needs no CDN. Guards the
 Jupyter Book major version: Jupyter Book 2 (mystmd) is a different tool that
@@ -26,6 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -88,6 +93,38 @@ def build() -> float:
     if proc.returncode != 0:
         sys.exit(f"book build failed (exit {proc.returncode}); see the warnings above")
     return time.perf_counter() - t0
+
+
+def build_wheel(html_dir: Path = HTML) -> Path:
+    """Build the package's wheel into `html_dir/_static/dist/` (stale wheels removed) and return it.
+
+    The file must be named `make_notebooks.wheel_filename()`: that is the URL the install cell uses."""
+    if str(ROOT / "tools") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tools"))
+    import make_notebooks
+
+    dist = html_dir / make_notebooks.WHEEL_DIR
+    dist.mkdir(parents=True, exist_ok=True)
+    for old in dist.glob("scalebook-*.whl"):
+        old.unlink()
+    # Built from a copy of what the package is made of: setuptools reuses a checkout's build/lib,
+    # where a module deleted since the last build would still sit and ship. An isolated build: pip
+    # gets the backend pyproject.toml asks for (setuptools>=77 reads the SPDX `license` string); a
+    # virtual environment's own setuptools may be older.
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        shutil.copytree(ROOT / "scalebook", src / "scalebook", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            shutil.copy2(ROOT / name, src / name)
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--disable-pip-version-check",
+                               "-w", str(dist), str(src)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"building the wheel failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    wheel = dist / make_notebooks.wheel_filename()
+    built = sorted(p.name for p in dist.glob("*.whl"))
+    if built != [wheel.name]:
+        sys.exit(f"the wheel build wrote {built}, but the install cell expects {wheel.name}")
+    return wheel
 
 
 def figure_problems(log: Path = FIGURE_LOG, html_dir: Path = HTML) -> dict[str, list[str]]:
@@ -161,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     install_site_assets()
     seconds = build()
+    wheel = build_wheel()
+    print(f"package wheel: {wheel.relative_to(ROOT)}")
     check(figures=args.check)
     print(f"built in {seconds:.0f} s; open {HTML / 'index.html'}")
     return 0

@@ -20,9 +20,10 @@ A generated notebook is what a reader opens in Colab, and it reads like the book
   cell is the exception (it must be able to tell the reader to restart the runtime); their code
   is folded (`cellView: form` for Colab, `jupyter.source_hidden` for Jupyter), so a reader sees
   the book's code and not its glue;
-- the install cell is written here (`install_cell_source`): the repository URL comes from
-  `_config.yml` and the oldest supported JAX from `pyproject.toml`; `make notebooks` also writes
-  it into the `.md` sources, so both stay the same (TOOLCHAIN.md, notes 2-4).
+- the install cell is written here (`install_cell_source`): it installs the wheel the book build
+  puts in the site (`wheel_url()`: `site_url()` from `_config.yml`, then `_static/dist/` and the
+  wheel's versioned name), and the oldest supported JAX comes from `pyproject.toml`;
+  `make notebooks` also writes it into the `.md` sources, so both stay the same (TOOLCHAIN.md, notes 2-4).
 
 `--solutions DIR` writes, for each problem page, a notebook with every `answer = None` cell
 replaced by its worked solution's code (each ending in `check("id", answer)`) and a first cell
@@ -88,6 +89,27 @@ def site_url() -> str:
     return f"https://{m.group(1)}.github.io/{m.group(2)}"
 
 
+WHEEL_DIR = "_static/dist"  # where the book build puts the package's wheel, under the site's root
+
+
+def package_version() -> str:
+    """The package's version: `__version__` in scalebook/__init__.py (the one version source)."""
+    text = (ROOT / "scalebook" / "__init__.py").read_text(encoding="utf-8")
+    return re.search(r'^__version__ = "([^"]+)"', text, re.M).group(1)
+
+
+def wheel_filename() -> str:
+    """The wheel's file name, as the build names it: `scalebook-{version}-py3-none-any.whl` (a pure
+    Python package). pip needs this real name in a URL: it reads the name and version from it."""
+    return f"scalebook-{package_version()}-py3-none-any.whl"
+
+
+def wheel_url() -> str:
+    """Where the published site serves the package: `site_url()` + `/_static/dist/` + the wheel's name
+    (`tools/build_book.py` puts it there), so a reader needs nothing but the site."""
+    return f"{site_url()}/{WHEEL_DIR}/{wheel_filename()}"
+
+
 def min_jax() -> tuple[int, ...]:
     """The oldest JAX the package supports: the `jax>=X.Y.Z` of the `[jax]` extra in pyproject.toml."""
     import tomllib
@@ -118,7 +140,7 @@ if "google.colab" in sys.modules:
     except ImportError:
         ready = False
     if not ready:
-        source = os.environ.get("SCALEBOOK_SOURCE", "git+{repository_url()}")
+        source = os.environ.get("SCALEBOOK_SOURCE", "{wheel_url()}")
         get_ipython().run_line_magic("pip", f"install -q 'scalebook[jax,plot] @ {{source}}'")
         if jax_version is not None and jax_version < {v!r}:
             print("JAX upgraded to {dotted} or newer: restart the runtime (Runtime > Restart session), then run all cells.")'''
