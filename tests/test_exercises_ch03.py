@@ -24,8 +24,9 @@ HAND = {
     "3.7": (14 * 3.4e-6 + 2 * 0.7e9 * 2 * 7 / 8 / (0.824 * 450e9)) * 1e3,
     # 2048 x 1024 x 4 B x 3/4, in MB
     "3.8": 2048 * 1024 * 4 * 3 / 4 / 1e6,
-    # 8-long axis of an 8x16 v5e has no wraparound: V (7/8) / 45 GB/s, in ms
-    "3.9": (7 * 1e-6 + 8192 * 16384 * 2 * 7 / 8 / 45e9) * 1e3,  # 7 hops along the open line
+    # 3.1's gather on the 16-ring (8 hops + V (15/16) / 90 GB/s) against the line of 8 of an 8x16 (no
+    # wraparound: 7 hops + V (7/8) / W_1); equal at W_1 = V (7/8) / (ring time - 7 us), in GB/s
+    "3.9": 8192 * 16384 * 2 * 7 / 8 / ((8e-6 + 8192 * 16384 * 2 * 15 / 16 / 90e9) - 7e-6) / 1e9,
     # W[D_XZ, F]: D / (4 x 2) rows, all of F, 2 bytes, in MB
     "3.10": 8192 / 8 * 28672 * 2 / 1e6,
     # X: 13 apart or 3 the other way round; Y: 9 apart or 7 the other way: 3 + 7
@@ -65,9 +66,9 @@ IDS = sorted(HAND, key=lambda s: int(s.split(".")[1]))
 
 # Expected words in the hint for an answer 2x, 1000x and 8x the key.
 HINT_X2 = {"3.2": "ReduceScatter", "3.12": "hops double", "3.4": "2 FLOPs", "3.5": "each shard", "3.6": "two axes",
-           "3.7": "twice", "3.9": "wraparound", "3.10": "Y is not named", "3.15": "transpose",
+           "3.7": "twice", "3.9": "one direction", "3.10": "Y is not named", "3.15": "transpose",
            "3.17": "ReduceScatter onto the batch"}
-HINT_X8 = {"3.7": "per chip vs total", "3.9": "per chip vs total"}
+HINT_X8 = {"3.7": "per chip vs total"}
 
 
 def test_every_chapter_3_problem_has_a_hand_derivation():
@@ -112,6 +113,10 @@ def test_problem_specific_slips():
     assert "(N - 1)/N" in check("3.8", HAND["3.8"] * 4 / 3).message
     assert "(N - 1)/N" in check("3.7", HAND["3.7"] * 8 / 7).message
     assert "total" in check("3.1", 16 * HAND["3.1"]).message
+    # 3.9 with both directions counted on the line: half the one-way figure
+    assert "one direction" in check("3.9", HAND["3.9"] / 2).message
+    # 3.9 by the large-N rule: the line's W_1 equals the ring's W, 90 GB/s
+    assert "large-N" in check("3.9", 90).message
     assert "round down" in check("3.13", HAND["3.13"] + 1).message
     assert "reduces C" in check("3.16", 128 * 1024 * 4 / 2 / 1e3).message
     # as a ring: 4 hops x 1 us x 90 GB/s x 8/7

@@ -43,8 +43,8 @@ HAND = {
     "10.2": (7.5 * (128e6 / 16) / V5E_ONE_WAY + 8 * HOP) * 1e6,
     # 10.3: 8x8 has no wraparound: N - 1 = 7 block-times of bytes either way (both ways, the closing
     # edges share the line's links); both ways takes N/2 = 4 steps instead of 7, each as long as the
-    # closing edge's 7 hops: 4 x 7 hops of latency. In ms.
-    "10.3": (7 * (128e6 / 8) / V5E_ONE_WAY + 4 * 7 * HOP) * 1e3,
+    # closing edge's 7 hops: 4 x 7 hops of latency. 200 us = 28 us + 7 (V/8) / 45 GB/s, solved for V. In MB.
+    "10.3": (200e-6 - 4 * 7 * HOP) * V5E_ONE_WAY * 8 / 7 / 1e6,
     # 10.4: 8 steps of 16 kB (2.8 us of bandwidth) plus 8 hops of 1 us (chapter 3's additive form). In us.
     "10.4": (8 * (256e3 / 16) / V5E_ONE_WAY + 8 * HOP) * 1e6,
     # 10.5: AllToAll over N = 8 of V = 8192^2 x 2 bytes: each device sends V (N - 1) / N^2. In MB.
@@ -107,7 +107,9 @@ def test_key_is_correct(pid):
     ("10.1", 15, "two rings"),
     ("10.2", (15 * (128e6 / 16) / V5E_ONE_WAY + 15 * HOP) * 1e6, "one-way"),
     ("10.2", (8 * (128e6 / 16) / V5E_ONE_WAY + 8 * HOP) * 1e6, "whole-block"),
-    ("10.3", 4 * (128e6 / 8) / V5E_ONE_WAY * 1e3, "no wraparound"),
+    ("10.3", (200e-6 - 4 * HOP) * V5E_ONE_WAY * 8 / 4 / 1e6, "no wraparound"),  # as a ring: 4 steps of 1 hop
+    ("10.3", (200e-6 - 7 * 7 * HOP) * V5E_ONE_WAY * 8 / 7 / 1e6, "one-way ring"),  # 7 steps of 7 hops
+    ("10.3", 200e-6 * V5E_ONE_WAY * 8 / 7 / 1e6, "latency"),
     ("10.4", 8 * (256e3 / 16) / V5E_ONE_WAY * 1e6, "bandwidth term"),
     ("10.4", 8 * HOP * 1e6, "max approximation"),
     ("10.5", 8192 * 8192 * 2 * 7 / 8 / 1e6, "AllToAll"),

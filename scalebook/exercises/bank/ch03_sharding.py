@@ -92,13 +92,21 @@ def allgather_bytes_per_device(rows, cols, dtype, mesh_axis_size):
     return collectives.all_gather(topo, axes="X", bytes_=v).bytes_per_device / 1e6
 
 
-@problem("3.9", title="The same AllGather without a wraparound", unit="ms", chips=8,
-         rows=8192, cols=16384, dtype="bf16", chip_name="tpu-v5e", shape="8x16", axis="X",
-         slips={2: "off by 2: the 8-long axis of a v5e 8x16 has no wraparound, so only one-way bandwidth is usable"},
-         hint="without a wraparound, W is the one-way link bandwidth: V (N - 1) / (N W_one_way)")
-def allgather_no_wrap(rows, cols, dtype, chip_name, shape, axis):
+@problem("3.9", title="The link a line needs to keep pace with a ring", unit="GB/s",
+         rows=8192, cols=16384, dtype="bf16", chip_name="tpu-v5e", ring_shape="16x16", line_shape="8x16", axis="X",
+         slips={2: "the line has no wraparound: all of V (N - 1) / N crosses one direction of its links, so the "
+                   "answer is the one-way W_1, neither the both-directions W nor half of what one direction needs",
+                16 / 15: "that is the large-N rule (V / W on both); the statement keeps the exact (N - 1) / N, "
+                         "7/8 on the line against 15/16 on the ring"},
+         hint="ring: 8 hops + V (15/16) / W; line: 7 hops + V (7/8) / W_1; set them equal and solve for W_1")
+def line_link_to_match_ring(rows, cols, dtype, chip_name, ring_shape, line_shape, axis):
+    # 3.1's gather on the ring fixes the time; the line's time is latency + bandwidth term, the latter
+    # inversely proportional to W_1: scale the slice's own W_1 by (bandwidth term) / (time left after hops)
     v = rows * cols * units.dtype_bytes(dtype)
-    return collectives.all_gather(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS
+    target = collectives.all_gather(topology.slice(chip_name, ring_shape), axes=axis, bytes_=v).seconds
+    line = topology.slice(chip_name, line_shape)
+    on_line = collectives.all_gather(line, axes=axis, bytes_=v)
+    return line.axis(axis).one_way_bytes_per_s * on_line.bandwidth_seconds / (target - on_line.latency_seconds) / 1e9
 
 
 @problem("3.10", title="What one device stores", unit="MB", mesh={"X": 4, "Y": 2, "Z": 2},

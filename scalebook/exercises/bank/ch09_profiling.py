@@ -13,6 +13,10 @@ from ..problem import problem
 #: The mesh the HLO excerpts were compiled for (jax_training's layout).
 MESH = {"fsdp": 4, "tp": 2}
 
+#: Problem 9.6's profile: the bytes each device sends in the inserted AllGather of h [4096, 8192] bf16
+#: over 8 devices (the page states it; the key solves it for F).
+SENT_9_6 = 4096 * 8192 * 2 * 7 // 8
+
 #: HLO lines shown on the problem page.
 HLO = {
     "9.1": ("%all-gather.7 = f32[512,4,64]{2,1,0} all-gather(f32[128,4,64]{2,1,0} %param.13), channel_id=3, "
@@ -108,15 +112,20 @@ def hidden_comm_step():
     return 1e3 * max(ends)
 
 
-@problem("9.6", title="What the unintended gather moves", unit="MB", batch=4096, d_model=2048, d_ff=8192,
-         devices=8, dtype_bytes=2,
-         slips={0.25: "a quarter of the key: the constraint is on h [B, F], not on x [B, D]"},
-         hint="the whole hidden activation h[B, F] ends up on every device: AllGather with V = B F x 2 bytes")
-def unintended_gather(batch, d_model, d_ff, devices, dtype_bytes):
-    return xla.sent_bytes_per_device("all-gather", batch * d_ff * dtype_bytes, devices) / 1e6
+@problem("9.6", title="The hidden width behind an unintended gather", unit="", batch=4096, d_model=2048,
+         devices=8, dtype_bytes=2, sent_bytes=SENT_9_6,
+         slips={7 / 8: "each device already holds its own B / N rows of h, so it sends V (N - 1) / N, not V",
+                0.5: "h is bf16 here: 2 bytes a value, not 4",
+                4: "the gathered array is h [B, F], not x [B, D]: solve for F"},
+         hint="P() replicates h [B, F]: an AllGather over the N devices in which each sends B F x 2 bytes x "
+              "(N - 1) / N; solve that for F")
+def hidden_width_from_gather(batch, d_model, devices, dtype_bytes, sent_bytes):
+    # 9.6 reversed: the bytes a device sends in the inserted AllGather of h [B, F] are linear in F
+    per_column = xla.sent_bytes_per_device("all-gather", batch * dtype_bytes, devices)
+    return sent_bytes / per_column
 
 
-@problem("9.7", title="The same gather on a line of TPU v5e chips", unit="", batch=4096, d_model=2048, d_ff=8192,
+@problem("9.7", title="The unintended gather on a line of TPU v5e chips", unit="", batch=4096, d_model=2048, d_ff=8192,
          devices=8, dtype_bytes=2, chip_name="tpu-v5e",
          slips={8: "too large by 8: each chip multiplies only its B / 8 rows"},
          hint="AllGather on one ICI axis: V (N - 1) / (N W_axis) + (N - 1) hops x 1 us; the matmul h @ w2 on one chip: 2 (B / 8) F D / peak")

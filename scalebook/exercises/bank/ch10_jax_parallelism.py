@@ -52,15 +52,25 @@ def fastest_ring_allgather(chip_name, shape, axis, array_bytes):
     return min(whole, split) / _US
 
 
-@problem("10.3", title="A ring on a line", unit="ms", chip_name="tpu-v5e", shape="8x8", axis="X",
-         array_bytes=128e6,
-         slips={4 / 7: "an 8x8 v5e slice has no wraparound: the ring's closing edge runs back along the line, "
-                       "so going both ways does not halve the time"})
-def ring_without_wraparound(chip_name, shape, axis, array_bytes):
+@problem("10.3", title="The largest array a line gathers in time", unit="MB", chip_name="tpu-v5e", shape="8x8",
+         axis="X", seconds=200e-6,
+         slips={2: "an 8x8 v5e slice has no wraparound: the ring's closing edge runs back along the line, so "
+                   "both ways still moves N - 1 blocks over each link direction, not N/2",
+                1.163: "the steps' hops take their latency off the budget first (chapter 3's additive form)",
+                0.878: "that is the one-way ring; both ways needs fewer steps (N/2 instead of N - 1), so less "
+                       "latency, and gathers more in the same budget"},
+         hint="a ring's time is its steps' hop latency plus V (N - 1) / (N W_1), both ways or one way alike on a "
+              "line; solve for V with the ring that has less latency")
+def largest_gather_on_a_line(chip_name, shape, axis, seconds):
+    # the chapter's line case reversed: the time is latency + V x (time per byte), solved for V, for the
+    # one-way and the two-way ring; the larger V wins (the same bytes' time, less latency both ways)
     topo = _slice(chip_name, shape)
-    best = min(_additive(jc.ring_cost("all-gather", topo, axis=axis, bytes_=array_bytes, bidirectional=b))
-               for b in (False, True))
-    return best / _MS
+
+    def largest(bidirectional):
+        one = jc.ring_cost("all-gather", topo, axis=axis, bytes_=1.0, bidirectional=bidirectional)
+        return (seconds - one.latency_seconds) / one.bandwidth_seconds
+
+    return max(largest(False), largest(True)) / 1e6
 
 
 @problem("10.4", title="Latency or bandwidth?", unit="us", chip_name="tpu-v5e", shape="16x16", axis="X",
