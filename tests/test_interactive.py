@@ -458,3 +458,92 @@ def test_each_static_fallback_passes_the_figure_check(name):
         assert _style.text_problems(drawn) == []
     finally:
         plt.close(drawn)
+
+
+# ------------------------------------------------------------------ chapters 2 and 2b: chips side by side
+@pytest.fixture(scope="module")
+def chips_fig():
+    return interactive.chips()
+
+
+def _bars(fig, **setting):
+    return {r["chip"]: r for r in fig.rows(**setting) if r["kind"] == "bar"}
+
+
+def test_chips_hbm_critical_intensity_in_bf16_by_hand(chips_fig):
+    """TPU v5e: 197 TFLOP/s over 820 GB/s = 240.2 FLOP/B (chapter 1's critical intensity)."""
+    bars = _bars(chips_fig, quantity="hbm_intensity", dtype="bf16")
+    assert bars["TPU v5e"]["value"] == pytest.approx(V5E_PEAK / V5E_HBM, rel=1e-3)
+    assert bars["TPU v5e"]["label"] == "240 FLOP/B"
+    assert len(bars) == len(hardware.chips())  # every chip has a bf16 peak
+
+
+def test_chips_fp8_critical_intensity_over_nvlink_by_hand(chips_fig):
+    """H100 (NVIDIA's datasheet, as in scalebook/data): 2,000 TFLOP/s dense fp8 over 450 GB/s of
+    NVLink egress (900 GB/s both ways, halved) = 4,444 FLOP/B; a TPU v5e has no fp8 peak: no bar."""
+    bars = _bars(chips_fig, quantity="ici_intensity", dtype="fp8")
+    assert bars["H100"]["value"] == pytest.approx(2000e12 / 450e9, rel=1e-3)
+    assert "TPU v5e" not in bars
+    text = chips_fig.readout(quantity="ici_intensity", dtype="fp8")
+    assert "no fp8 matmul peak (no bar): " in text and "TPU v5e" in text.split("no bar")[1]
+
+
+def test_chips_bandwidths_do_not_depend_on_the_dtype(chips_fig):
+    """HBM and W are a chip's, not a dtype's: the bars are kept once for every dtype, and the v5e's
+    HBM bar is 820 GB/s."""
+    grid_bars = [r for r in chips_fig.grid() if r["kind"] == "bar" and r["quantity"] == "hbm"]
+    assert len(grid_bars) == len(hardware.chips()) and all("dtype" not in r for r in grid_bars)
+    assert _bars(chips_fig, quantity="hbm", dtype="fp8")["TPU v5e"]["value"] == pytest.approx(V5E_HBM / 1e9)
+
+
+@pytest.mark.parametrize("quantity", ["peak", "hbm", "ici", "hbm_intensity", "ici_intensity"])
+def test_chips_grid_equals_direct_package_calls(chips_fig, quantity):
+    scale = {"peak": 1e12, "hbm": 1e9, "ici": 1e9}.get(quantity, 1.0)
+    for c in hardware.chips():
+        direct = {"peak": lambda: c.peak_flops_per_s("int8"),
+                  "hbm": lambda: roofline.link_bytes_per_s(c, "hbm"),
+                  "ici": lambda: roofline.link_bytes_per_s(c, "ici"),
+                  "hbm_intensity": lambda: roofline.critical_intensity(c, "int8", "hbm"),
+                  "ici_intensity": lambda: roofline.critical_intensity(c, "int8", "ici")}[quantity]
+        bar = _bars(chips_fig, quantity=quantity, dtype="int8").get(c.display_name)
+        if quantity in ("hbm", "ici") or "int8" in c.flops_per_s:
+            assert bar["value"] == pytest.approx(direct() / scale, rel=1e-3)
+        else:
+            assert bar is None
+
+
+def test_chips_readout_names_highest_lowest_and_ties(chips_fig):
+    """bf16 peaks: GB200 2.5 PFLOP/s over TPU v5e 197 TFLOP/s = 12.7x; HBM: B200 and GB200 tie at
+    8 TB/s, and both are named."""
+    assert chips_fig.readout(quantity="peak", dtype="bf16").endswith(
+        "highest GB200 (NVL72) 2.5 PFLOP/s, lowest TPU v5e 197 TFLOP/s (12.7x)")
+    assert "highest B200 and GB200 (NVL72) 8 TB/s" in chips_fig.readout(quantity="hbm", dtype="bf16")
+
+
+def test_chips_readout_when_no_chip_or_one_chip_has_the_dtype(chips_fig, monkeypatch):
+    from scalebook.interactive import accelerators as module
+
+    assert chips_fig.compute(quantity="peak", dtype="int4")[-1]["text"].endswith(
+        "no chip in the table has a matmul peak in int4")
+    monkeypatch.setattr(module.hardware, "chips", lambda: [hardware.chip("b200"), hardware.chip("h100")])
+    text = module.compute(quantity="peak", dtype="fp4")[-1]["text"]
+    assert text.endswith("only B200 has a matmul peak in fp4: 9 PFLOP/s\nno fp4 matmul peak (no bar): H100")
+
+
+def test_chips_every_chip_shown_equal(chips_fig, monkeypatch):
+    from scalebook.interactive import accelerators as module
+
+    monkeypatch.setattr(module.hardware, "chips", lambda: [hardware.chip("h100"), hardware.chip("h200")])
+    assert module.compute(quantity="ici", dtype="bf16")[-1]["text"].endswith("every chip shown: 450 GB/s")
+
+
+def test_chips_unknown_quantity_names_the_valid_ones(chips_fig):
+    with pytest.raises(Error, match=r"quantity 'flops'.*hbm_intensity"):
+        chips_fig.compute(quantity="flops", dtype="bf16")
+
+
+def test_chips_live_matches_the_grid(chips_fig):
+    live = chips_fig.live()
+    live.set(quantity="peak", dtype="fp8")
+    grid = [r for r in chips_fig.grid() if r["quantity"] == "peak" and r.get("dtype") in (None, "fp8")]
+    assert sorted(map(json.dumps, live.rows)) == sorted(map(json.dumps, grid))

@@ -4,6 +4,7 @@ One function per figure, named after what it shows; each returns an `Interactive
 
     from scalebook import interactive
     interactive.roofline()          # chapter 1: chip, dtype, batch
+    interactive.chips()             # chapters 2 and 2b: quantity, dtype
     interactive.collective()        # chapter 3: collective, topology, axes, array size
     interactive.training_step()     # chapter 5: weights over DP, TP, remat, microbatch, batch
     interactive.frontier()          # chapter 7: weight and cache dtypes, TP, batch
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from ._figure import Control, InteractiveFigure, SITE_ENV
 
-__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "collective", "training_step", "frontier", "figures"]
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "training_step", "frontier", "figures"]
 
 
 def roofline() -> InteractiveFigure:
@@ -28,6 +29,14 @@ def roofline() -> InteractiveFigure:
     from . import rooflines
 
     return rooflines.figure()
+
+
+def chips() -> InteractiveFigure:
+    """Chapters 2 and 2b: every chip side by side on peak FLOP/s, HBM bandwidth, the collective
+    bandwidth W or a critical intensity, in a dtype (`scalebook.interactive.accelerators`)."""
+    from . import accelerators
+
+    return accelerators.figure()
 
 
 def collective() -> InteractiveFigure:
@@ -56,4 +65,4 @@ def frontier() -> InteractiveFigure:
 
 def figures() -> dict[str, InteractiveFigure]:
     """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
-    return {f.name: f for f in (roofline(), collective(), training_step(), frontier())}
+    return {f.name: f for f in (roofline(), chips(), collective(), training_step(), frontier())}
