@@ -547,3 +547,91 @@ def test_chips_live_matches_the_grid(chips_fig):
     live.set(quantity="peak", dtype="fp8")
     grid = [r for r in chips_fig.grid() if r["quantity"] == "peak" and r.get("dtype") in (None, "fp8")]
     assert sorted(map(json.dumps, live.rows)) == sorted(map(json.dumps, grid))
+
+
+# ------------------------------------------------------------------ chapter 4: a model by part
+# LLaMA-3 70B (Meta's config, as in scalebook/data): L = 80, D = 8192, F = 28672, N = 64 query
+# heads, K = 8 KV heads of H = 128, vocabulary 128256, untied embeddings, gated MLP.
+L70, D70, F70, NQ70, K70, H70, V70 = 80, 8192, 28672, 64, 8, 128, 128256
+ATTN70 = L70 * (2 * D70 * NQ70 * H70 + 2 * D70 * K70 * H70)  # Q and O, K and V
+MLP70 = L70 * 3 * D70 * F70
+TOTAL70 = ATTN70 + MLP70 + 2 * V70 * D70 + (2 * L70 + 1) * D70  # + embedding, unembedding, norms
+
+
+@pytest.fixture(scope="module")
+def anatomy_fig():
+    return interactive.model_anatomy()
+
+
+def _part_bars(fig, **setting):
+    return {r["part"]: r for r in fig.rows(**setting) if r["kind"] == "bar"}
+
+
+def test_anatomy_llama3_70b_parameters_by_hand(anatomy_fig):
+    bars = _part_bars(anatomy_fig, preset="llama3-70b", measure="params", seq_len=1024)
+    assert bars["attention"]["value"] == pytest.approx(ATTN70 / 1e9, rel=1e-3)
+    assert bars["MLP"]["value"] == pytest.approx(MLP70 / 1e9, rel=1e-3)
+    assert anatomy_fig.readout(preset="llama3-70b", measure="params", seq_len=1024).endswith(
+        f"total {TOTAL70 / 1e9:.1f}B; largest part MLP, {100 * MLP70 / TOTAL70:.1f}%")
+
+
+def test_anatomy_attention_scores_at_128k_by_hand(anatomy_fig):
+    """Causal scores: QK^T and AV over T/2 keys on average, 2 (T/2) N (2H) FLOPs per token per
+    layer; at T = 131072 that is 171.8 GFLOP per token, the largest part of the forward pass."""
+    scores = L70 * 2 * (131072 / 2) * NQ70 * 2 * H70
+    bars = _part_bars(anatomy_fig, preset="llama3-70b", measure="flops", seq_len=131072)
+    assert bars["attention scores"]["value"] == pytest.approx(scores / 1e9, rel=1e-3)
+    forward = scores + 2 * (ATTN70 + MLP70) + 2 * D70 * V70
+    assert anatomy_fig.readout(preset="llama3-70b", measure="flops", seq_len=131072).endswith(
+        f"largest part attention scores, {100 * scores / forward:.1f}%")
+
+
+def test_anatomy_training_state_is_16_bytes_per_parameter(anatomy_fig):
+    """bf16 weights (2 B) and gradients (2 B), fp32 Adam moments and master copy (12 B)."""
+    bars = _part_bars(anatomy_fig, preset="llama3-70b", measure="memory", seq_len=8192)
+    assert bars["parameters"]["value"] == pytest.approx(2 * TOTAL70 / 1e9, rel=1e-3)
+    assert bars["optimizer (Adam, fp32 master)"]["value"] == pytest.approx(12 * TOTAL70 / 1e9, rel=1e-3)
+
+
+def test_anatomy_grid_equals_direct_package_calls(anatomy_fig):
+    from scalebook import models, transformer
+
+    for preset in ("llama3-8b", "deepseek-v3"):
+        m = models.preset(preset)
+        act = transformer.activation_memory(m, batch=1, seq_len=32768, policy="none", flash_attention=True).bytes
+        bars = _part_bars(anatomy_fig, preset=preset, measure="memory", seq_len=32768)
+        assert bars["activations (1 sequence)"]["value"] == pytest.approx(act / 1e9, rel=1e-3)
+        flops = transformer.flops_per_token(m, seq_len=32768).parts()
+        assert {k: r["value"] for k, r in _part_bars(anatomy_fig, preset=preset, measure="flops", seq_len=32768).items()} \
+            == pytest.approx({k: v / 1e9 for k, v in flops.items()}, rel=1e-3)
+
+
+def test_anatomy_moe_readout_gives_active_parameters_and_dense_does_not(anatomy_fig):
+    assert "active per token" in anatomy_fig.readout(preset="deepseek-v3", measure="params", seq_len=1024)
+    assert "active per token" not in anatomy_fig.readout(preset="llama3-70b", measure="params", seq_len=1024)
+
+
+def test_anatomy_ties_name_every_largest_part(monkeypatch):
+    from scalebook.interactive import transformers as module
+
+    monkeypatch.setattr(module, "_parts", lambda model, measure, seq_len: {"a": 2.0, "b": 2.0, "c": 1.0})
+    assert module.compute("llama3-8b", "memory", 1024)[-1]["text"].endswith("largest part a and b, 40.0% each")
+
+
+def test_anatomy_parameters_are_kept_once_for_every_sequence_length(anatomy_fig):
+    params = [r for r in anatomy_fig.grid() if r["kind"] == "bar" and r["measure"] == "params"
+              and r["preset"] == "llama3-70b"]
+    assert len(params) == len(_part_bars(anatomy_fig, preset="llama3-70b", measure="params", seq_len=1024))
+    assert all("seq_len" not in r for r in params)
+
+
+def test_anatomy_unknown_measure_names_the_valid_ones(anatomy_fig):
+    with pytest.raises(Error, match=r"measure 'bytes'.*params"):
+        anatomy_fig.compute(preset="llama3-8b", measure="bytes", seq_len=1024)
+
+
+def test_anatomy_live_takes_a_length_off_the_grid(anatomy_fig):
+    live = anatomy_fig.live()
+    live.set(preset="llama3-70b", measure="flops", seq_len=10000)
+    assert live.readout == anatomy_fig.readout(preset="llama3-70b", measure="flops", seq_len=10000)
+    assert "at 10,000 tokens" in live.readout

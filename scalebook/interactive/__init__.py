@@ -5,6 +5,7 @@ One function per figure, named after what it shows; each returns an `Interactive
     from scalebook import interactive
     interactive.roofline()          # chapter 1: chip, dtype, batch
     interactive.chips()             # chapters 2 and 2b: quantity, dtype
+    interactive.model_anatomy()     # chapter 4: preset, measure, sequence length
     interactive.collective()        # chapter 3: collective, topology, axes, array size
     interactive.training_step()     # chapter 5: weights over DP, TP, remat, microbatch, batch
     interactive.frontier()          # chapter 7: weight and cache dtypes, TP, batch
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from ._figure import Control, InteractiveFigure, SITE_ENV
 
-__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "training_step", "frontier", "figures"]
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "figures"]
 
 
 def roofline() -> InteractiveFigure:
@@ -47,6 +48,14 @@ def collective() -> InteractiveFigure:
     return collectives.figure()
 
 
+def model_anatomy() -> InteractiveFigure:
+    """Chapter 4: a preset's parameters, forward FLOPs per token or training memory, by part,
+    against the sequence length (`scalebook.interactive.transformers`)."""
+    from . import transformers
+
+    return transformers.figure()
+
+
 def training_step() -> InteractiveFigure:
     """Chapter 5: memory per chip and step time by part for LLaMA-3 70B on 256 H100s, against the
     strategy and the batch (`scalebook.interactive.training`)."""
@@ -65,4 +74,4 @@ def frontier() -> InteractiveFigure:
 
 def figures() -> dict[str, InteractiveFigure]:
     """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
-    return {f.name: f for f in (roofline(), chips(), collective(), training_step(), frontier())}
+    return {f.name: f for f in (roofline(), chips(), collective(), model_anatomy(), training_step(), frontier())}
