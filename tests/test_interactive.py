@@ -635,3 +635,82 @@ def test_anatomy_live_takes_a_length_off_the_grid(anatomy_fig):
     live.set(preset="llama3-70b", measure="flops", seq_len=10000)
     assert live.readout == anatomy_fig.readout(preset="llama3-70b", measure="flops", seq_len=10000)
     assert "at 10,000 tokens" in live.readout
+
+
+# ------------------------------------------------------------------ chapter 8: cost under a latency target
+@pytest.fixture(scope="module")
+def cost_fig():
+    return interactive.serving_cost()
+
+
+def _cost_bars(fig, target_ms):
+    return {r["chip"]: r for r in fig.rows(target_ms=target_ms) if r["kind"] == "bar"}
+
+
+def test_cost_is_price_times_chips_over_tokens_per_hour_by_hand(cost_fig):
+    """A decode step emits one token per sequence: batch / latency tokens/s on `chips` chips at
+    the data's on-demand price (TPU v5p 4.2 USD per chip-hour): USD per million output tokens =
+    chips x price / 3600 / (batch / latency) x 1e6."""
+    from scalebook.interactive import costs
+
+    e = costs.best("tpu-v5p", 50)
+    assert e.per_token_latency_seconds <= 0.050
+    by_hand = e.chips * 4.2 / 3600 / (e.batch / e.per_token_latency_seconds) * 1e6
+    assert _cost_bars(cost_fig, 50)["TPU v5p"]["usd"] == pytest.approx(by_hand, rel=2e-3)
+
+
+@pytest.mark.parametrize("target_ms", [15, 100])
+def test_cost_configuration_is_the_planners_best_within_the_target(cost_fig, target_ms):
+    from scalebook import serving, training
+    from scalebook.interactive import costs
+
+    for chip in costs.priced_chips():
+        plan = serving.plan_serving("llama3-70b", chip=chip, latency_target_s=target_ms / 1e3, prompt_len=2048,
+                                    output_len=512, top=1)
+        bar = _cost_bars(cost_fig, target_ms).get(hardware.chip(chip).display_name)
+        if not plan.best:
+            assert bar is None
+            continue
+        assert bar["usd"] == pytest.approx(plan.best[0].usd_per_million_output_tokens(
+            training.price_per_chip_hour(chip)), rel=1e-3)
+
+
+def test_cost_chips_shown_are_those_with_a_price_in_the_data():
+    from scalebook.interactive import costs
+
+    assert costs.priced_chips() == ("tpu-v5e", "tpu-v5p", "h100")  # 1.2, 4.2 and 10.8 USD per chip-hour
+
+
+def test_cost_a_target_some_chip_cannot_meet_is_named(cost_fig):
+    """At 15 ms per token no H100 layout of up to 256 chips meets the target in the package's model."""
+    assert "H100" not in _cost_bars(cost_fig, 15)
+    assert cost_fig.readout(target_ms=15).endswith("\ncannot meet it: H100")
+    assert "cannot meet" not in cost_fig.readout(target_ms=50)
+
+
+def test_cost_readout_when_no_chip_or_one_chip_meets_the_target(cost_fig, monkeypatch):
+    from scalebook.interactive import costs
+
+    assert cost_fig.compute(target_ms=1)[-1]["text"].endswith(
+        "no priced chip meets it in any configuration the planner tries\ncannot meet it: TPU v5e, TPU v5p, H100")
+    monkeypatch.setattr(costs, "priced_chips", lambda: ("tpu-v5p", "h100"))
+    text = costs.compute(target_ms=15)[-1]["text"]
+    assert "\nonly TPU v5p meets it: $" in text and text.endswith("\ncannot meet it: H100")
+
+
+def test_cost_looser_targets_never_cost_more(cost_fig):
+    targets = cost_fig.control("target_ms").values
+    for chip in ("TPU v5e", "TPU v5p", "H100"):
+        usd = [_cost_bars(cost_fig, t)[chip]["usd"] for t in targets if chip in _cost_bars(cost_fig, t)]
+        assert usd == sorted(usd, reverse=True)
+
+
+def test_cost_bad_target_names_the_argument(cost_fig):
+    with pytest.raises(Error, match="target_ms"):
+        cost_fig.compute(target_ms=-5)
+
+
+def test_cost_live_takes_a_target_off_the_grid(cost_fig):
+    live = cost_fig.live()
+    live.set(target_ms=42)
+    assert live.readout == cost_fig.readout(target_ms=42) and "at most 42 ms" in live.readout

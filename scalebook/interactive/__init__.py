@@ -9,6 +9,7 @@ One function per figure, named after what it shows; each returns an `Interactive
     interactive.collective()        # chapter 3: collective, topology, axes, array size
     interactive.training_step()     # chapter 5: weights over DP, TP, remat, microbatch, batch
     interactive.frontier()          # chapter 7: weight and cache dtypes, TP, batch
+    interactive.serving_cost()      # chapter 8: latency target
 
 Displayed in the book build it is a Vega-Lite chart over values the package computed for every
 setting of its controls (no server, no network: the site serves the Vega scripts itself); in
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from ._figure import Control, InteractiveFigure, SITE_ENV
 
-__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "figures"]
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "serving_cost", "figures"]
 
 
 def roofline() -> InteractiveFigure:
@@ -72,6 +73,14 @@ def frontier() -> InteractiveFigure:
     return inference.figure()
 
 
+def serving_cost() -> InteractiveFigure:
+    """Chapter 8: USD per million output tokens of LLaMA-3 70B on each priced chip at the cheapest
+    configuration within a per-token latency target (`scalebook.interactive.costs`)."""
+    from . import costs
+
+    return costs.figure()
+
+
 def figures() -> dict[str, InteractiveFigure]:
     """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
-    return {f.name: f for f in (roofline(), chips(), collective(), model_anatomy(), training_step(), frontier())}
+    return {f.name: f for f in (roofline(), chips(), collective(), model_anatomy(), training_step(), frontier(), serving_cost())}
