@@ -714,3 +714,25 @@ def test_cost_live_takes_a_target_off_the_grid(cost_fig):
     live = cost_fig.live()
     live.set(target_ms=42)
     assert live.readout == cost_fig.readout(target_ms=42) and "at most 42 ms" in live.readout
+
+
+@pytest.mark.parametrize("name, setting", [
+    ("chips", {"quantity": "peak", "dtype": "int8"}),
+    ("model_anatomy", {"preset": "mixtral-8x7b", "measure": "params", "seq_len": 4096}),
+    ("serving-cost", {"target_ms": 30}),
+])
+def test_new_figures_live_in_a_kernel_match_the_grid(name, setting):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from scalebook import interactive\n"
+        f"live = interactive.figures()[{name!r}].live()\n"
+        f"live.set(**{setting!r})\n"
+        "display(live)\n"
+        "print(repr(live.readout))")]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = nb.cells[0].outputs
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert printed.strip() == repr(interactive.figures()[name].readout(**setting))
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
