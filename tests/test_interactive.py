@@ -718,7 +718,7 @@ def test_cost_live_takes_a_target_off_the_grid(cost_fig):
 
 @pytest.mark.parametrize("name, setting", [
     ("chips", {"quantity": "peak", "dtype": "int8"}),
-    ("model_anatomy", {"preset": "mixtral-8x7b", "measure": "params", "seq_len": 4096}),
+    ("model-anatomy", {"preset": "mixtral-8x7b", "measure": "params", "seq_len": 4096}),
     ("serving-cost", {"target_ms": 30}),
 ])
 def test_new_figures_live_in_a_kernel_match_the_grid(name, setting):

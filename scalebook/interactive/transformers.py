@@ -95,7 +95,7 @@ def static(preset: str, measure: str, seq_len: int):
 
 
 FIGURE = InteractiveFigure(
-    name="model_anatomy",
+    name="model-anatomy",
     title="A model's parameters, FLOPs and memory, by part",
     controls=(
         select("preset", "model", PRESETS, [models.preset(p).name for p in PRESETS], default="llama3-70b"),
