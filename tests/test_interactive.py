@@ -458,3 +458,281 @@ def test_each_static_fallback_passes_the_figure_check(name):
         assert _style.text_problems(drawn) == []
     finally:
         plt.close(drawn)
+
+
+# ------------------------------------------------------------------ chapters 2 and 2b: chips side by side
+@pytest.fixture(scope="module")
+def chips_fig():
+    return interactive.chips()
+
+
+def _bars(fig, **setting):
+    return {r["chip"]: r for r in fig.rows(**setting) if r["kind"] == "bar"}
+
+
+def test_chips_hbm_critical_intensity_in_bf16_by_hand(chips_fig):
+    """TPU v5e: 197 TFLOP/s over 820 GB/s = 240.2 FLOP/B (chapter 1's critical intensity)."""
+    bars = _bars(chips_fig, quantity="hbm_intensity", dtype="bf16")
+    assert bars["TPU v5e"]["value"] == pytest.approx(V5E_PEAK / V5E_HBM, rel=1e-3)
+    assert bars["TPU v5e"]["label"] == "240 FLOP/B"
+    assert len(bars) == len(hardware.chips())  # every chip has a bf16 peak
+
+
+def test_chips_fp8_critical_intensity_over_nvlink_by_hand(chips_fig):
+    """H100 (NVIDIA's datasheet, as in scalebook/data): 2,000 TFLOP/s dense fp8 over 450 GB/s of
+    NVLink egress (900 GB/s both ways, halved) = 4,444 FLOP/B; a TPU v5e has no fp8 peak: no bar."""
+    bars = _bars(chips_fig, quantity="ici_intensity", dtype="fp8")
+    assert bars["H100"]["value"] == pytest.approx(2000e12 / 450e9, rel=1e-3)
+    assert "TPU v5e" not in bars
+    text = chips_fig.readout(quantity="ici_intensity", dtype="fp8")
+    assert "no fp8 matmul peak (no bar): " in text and "TPU v5e" in text.split("no bar")[1]
+
+
+def test_chips_bandwidths_do_not_depend_on_the_dtype(chips_fig):
+    """HBM and W are a chip's, not a dtype's: the bars are kept once for every dtype, and the v5e's
+    HBM bar is 820 GB/s."""
+    grid_bars = [r for r in chips_fig.grid() if r["kind"] == "bar" and r["quantity"] == "hbm"]
+    assert len(grid_bars) == len(hardware.chips()) and all("dtype" not in r for r in grid_bars)
+    assert _bars(chips_fig, quantity="hbm", dtype="fp8")["TPU v5e"]["value"] == pytest.approx(V5E_HBM / 1e9)
+
+
+@pytest.mark.parametrize("quantity", ["peak", "hbm", "ici", "hbm_intensity", "ici_intensity"])
+def test_chips_grid_equals_direct_package_calls(chips_fig, quantity):
+    scale = {"peak": 1e12, "hbm": 1e9, "ici": 1e9}.get(quantity, 1.0)
+    for c in hardware.chips():
+        direct = {"peak": lambda: c.peak_flops_per_s("int8"),
+                  "hbm": lambda: roofline.link_bytes_per_s(c, "hbm"),
+                  "ici": lambda: roofline.link_bytes_per_s(c, "ici"),
+                  "hbm_intensity": lambda: roofline.critical_intensity(c, "int8", "hbm"),
+                  "ici_intensity": lambda: roofline.critical_intensity(c, "int8", "ici")}[quantity]
+        bar = _bars(chips_fig, quantity=quantity, dtype="int8").get(c.display_name)
+        if quantity in ("hbm", "ici") or "int8" in c.flops_per_s:
+            assert bar["value"] == pytest.approx(direct() / scale, rel=1e-3)
+        else:
+            assert bar is None
+
+
+def test_chips_readout_names_highest_lowest_and_ties(chips_fig):
+    """bf16 peaks: GB200 2.5 PFLOP/s over TPU v5e 197 TFLOP/s = 12.7x; HBM: B200 and GB200 tie at
+    8 TB/s, and both are named."""
+    assert chips_fig.readout(quantity="peak", dtype="bf16").endswith(
+        "highest GB200 (NVL72) 2.5 PFLOP/s, lowest TPU v5e 197 TFLOP/s (12.7x)")
+    assert "highest B200 and GB200 (NVL72) 8 TB/s" in chips_fig.readout(quantity="hbm", dtype="bf16")
+
+
+def test_chips_readout_when_no_chip_or_one_chip_has_the_dtype(chips_fig, monkeypatch):
+    from scalebook.interactive import accelerators as module
+
+    assert chips_fig.compute(quantity="peak", dtype="int4")[-1]["text"].endswith(
+        "no chip in the table has a matmul peak in int4")
+    monkeypatch.setattr(module.hardware, "chips", lambda: [hardware.chip("b200"), hardware.chip("h100")])
+    text = module.compute(quantity="peak", dtype="fp4")[-1]["text"]
+    assert text.endswith("only B200 has a matmul peak in fp4: 9 PFLOP/s\nno fp4 matmul peak (no bar): H100")
+
+
+def test_chips_every_chip_shown_equal(chips_fig, monkeypatch):
+    from scalebook.interactive import accelerators as module
+
+    monkeypatch.setattr(module.hardware, "chips", lambda: [hardware.chip("h100"), hardware.chip("h200")])
+    assert module.compute(quantity="ici", dtype="bf16")[-1]["text"].endswith("every chip shown: 450 GB/s")
+
+
+def test_chips_unknown_quantity_names_the_valid_ones(chips_fig):
+    with pytest.raises(Error, match=r"quantity 'flops'.*hbm_intensity"):
+        chips_fig.compute(quantity="flops", dtype="bf16")
+
+
+def test_chips_live_matches_the_grid(chips_fig):
+    live = chips_fig.live()
+    live.set(quantity="peak", dtype="fp8")
+    grid = [r for r in chips_fig.grid() if r["quantity"] == "peak" and r.get("dtype") in (None, "fp8")]
+    assert sorted(map(json.dumps, live.rows)) == sorted(map(json.dumps, grid))
+
+
+# ------------------------------------------------------------------ chapter 4: a model by part
+# LLaMA-3 70B (Meta's config, as in scalebook/data): L = 80, D = 8192, F = 28672, N = 64 query
+# heads, K = 8 KV heads of H = 128, vocabulary 128256, untied embeddings, gated MLP.
+L70, D70, F70, NQ70, K70, H70, V70 = 80, 8192, 28672, 64, 8, 128, 128256
+ATTN70 = L70 * (2 * D70 * NQ70 * H70 + 2 * D70 * K70 * H70)  # Q and O, K and V
+MLP70 = L70 * 3 * D70 * F70
+TOTAL70 = ATTN70 + MLP70 + 2 * V70 * D70 + (2 * L70 + 1) * D70  # + embedding, unembedding, norms
+
+
+@pytest.fixture(scope="module")
+def anatomy_fig():
+    return interactive.model_anatomy()
+
+
+def _part_bars(fig, **setting):
+    return {r["part"]: r for r in fig.rows(**setting) if r["kind"] == "bar"}
+
+
+def test_anatomy_llama3_70b_parameters_by_hand(anatomy_fig):
+    bars = _part_bars(anatomy_fig, preset="llama3-70b", measure="params", seq_len=1024)
+    assert bars["attention"]["value"] == pytest.approx(ATTN70 / 1e9, rel=1e-3)
+    assert bars["MLP"]["value"] == pytest.approx(MLP70 / 1e9, rel=1e-3)
+    assert anatomy_fig.readout(preset="llama3-70b", measure="params", seq_len=1024).endswith(
+        f"total {TOTAL70 / 1e9:.1f}B; largest part MLP, {100 * MLP70 / TOTAL70:.1f}%")
+
+
+def test_anatomy_attention_scores_at_128k_by_hand(anatomy_fig):
+    """Causal scores: QK^T and AV over T/2 keys on average, 2 (T/2) N (2H) FLOPs per token per
+    layer; at T = 131072 that is 171.8 GFLOP per token, the largest part of the forward pass."""
+    scores = L70 * 2 * (131072 / 2) * NQ70 * 2 * H70
+    bars = _part_bars(anatomy_fig, preset="llama3-70b", measure="flops", seq_len=131072)
+    assert bars["attention scores"]["value"] == pytest.approx(scores / 1e9, rel=1e-3)
+    forward = scores + 2 * (ATTN70 + MLP70) + 2 * D70 * V70
+    assert anatomy_fig.readout(preset="llama3-70b", measure="flops", seq_len=131072).endswith(
+        f"largest part attention scores, {100 * scores / forward:.1f}%")
+
+
+def test_anatomy_training_state_is_16_bytes_per_parameter(anatomy_fig):
+    """bf16 weights (2 B) and gradients (2 B), fp32 Adam moments and master copy (12 B)."""
+    bars = _part_bars(anatomy_fig, preset="llama3-70b", measure="memory", seq_len=8192)
+    assert bars["parameters"]["value"] == pytest.approx(2 * TOTAL70 / 1e9, rel=1e-3)
+    assert bars["optimizer (Adam, fp32 master)"]["value"] == pytest.approx(12 * TOTAL70 / 1e9, rel=1e-3)
+
+
+def test_anatomy_grid_equals_direct_package_calls(anatomy_fig):
+    from scalebook import models, transformer
+
+    for preset in ("llama3-8b", "deepseek-v3"):
+        m = models.preset(preset)
+        act = transformer.activation_memory(m, batch=1, seq_len=32768, policy="none", flash_attention=True).bytes
+        bars = _part_bars(anatomy_fig, preset=preset, measure="memory", seq_len=32768)
+        assert bars["activations (1 sequence)"]["value"] == pytest.approx(act / 1e9, rel=1e-3)
+        flops = transformer.flops_per_token(m, seq_len=32768).parts()
+        assert {k: r["value"] for k, r in _part_bars(anatomy_fig, preset=preset, measure="flops", seq_len=32768).items()} \
+            == pytest.approx({k: v / 1e9 for k, v in flops.items()}, rel=1e-3)
+
+
+def test_anatomy_moe_readout_gives_active_parameters_and_dense_does_not(anatomy_fig):
+    assert "active per token" in anatomy_fig.readout(preset="deepseek-v3", measure="params", seq_len=1024)
+    assert "active per token" not in anatomy_fig.readout(preset="llama3-70b", measure="params", seq_len=1024)
+
+
+def test_anatomy_ties_name_every_largest_part(monkeypatch):
+    from scalebook.interactive import transformers as module
+
+    monkeypatch.setattr(module, "_parts", lambda model, measure, seq_len: {"a": 2.0, "b": 2.0, "c": 1.0})
+    assert module.compute("llama3-8b", "memory", 1024)[-1]["text"].endswith("largest part a and b, 40.0% each")
+
+
+def test_anatomy_parameters_are_kept_once_for_every_sequence_length(anatomy_fig):
+    params = [r for r in anatomy_fig.grid() if r["kind"] == "bar" and r["measure"] == "params"
+              and r["preset"] == "llama3-70b"]
+    assert len(params) == len(_part_bars(anatomy_fig, preset="llama3-70b", measure="params", seq_len=1024))
+    assert all("seq_len" not in r for r in params)
+
+
+def test_anatomy_unknown_measure_names_the_valid_ones(anatomy_fig):
+    with pytest.raises(Error, match=r"measure 'bytes'.*params"):
+        anatomy_fig.compute(preset="llama3-8b", measure="bytes", seq_len=1024)
+
+
+def test_anatomy_live_takes_a_length_off_the_grid(anatomy_fig):
+    live = anatomy_fig.live()
+    live.set(preset="llama3-70b", measure="flops", seq_len=10000)
+    assert live.readout == anatomy_fig.readout(preset="llama3-70b", measure="flops", seq_len=10000)
+    assert "at 10,000 tokens" in live.readout
+
+
+# ------------------------------------------------------------------ chapter 8: cost under a latency target
+@pytest.fixture(scope="module")
+def cost_fig():
+    return interactive.serving_cost()
+
+
+def _cost_bars(fig, target_ms):
+    return {r["chip"]: r for r in fig.rows(target_ms=target_ms) if r["kind"] == "bar"}
+
+
+def test_cost_is_price_times_chips_over_tokens_per_hour_by_hand(cost_fig):
+    """A decode step emits one token per sequence: batch / latency tokens/s on `chips` chips at
+    the data's on-demand price (TPU v5p 4.2 USD per chip-hour): USD per million output tokens =
+    chips x price / 3600 / (batch / latency) x 1e6."""
+    from scalebook.interactive import costs
+
+    e = costs.best("tpu-v5p", 50)
+    assert e.per_token_latency_seconds <= 0.050
+    by_hand = e.chips * 4.2 / 3600 / (e.batch / e.per_token_latency_seconds) * 1e6
+    assert _cost_bars(cost_fig, 50)["TPU v5p"]["usd"] == pytest.approx(by_hand, rel=2e-3)
+
+
+@pytest.mark.parametrize("target_ms", [15, 100])
+def test_cost_configuration_is_the_planners_best_within_the_target(cost_fig, target_ms):
+    from scalebook import serving, training
+    from scalebook.interactive import costs
+
+    for chip in costs.priced_chips():
+        plan = serving.plan_serving("llama3-70b", chip=chip, latency_target_s=target_ms / 1e3, prompt_len=2048,
+                                    output_len=512, top=1)
+        bar = _cost_bars(cost_fig, target_ms).get(hardware.chip(chip).display_name)
+        if not plan.best:
+            assert bar is None
+            continue
+        assert bar["usd"] == pytest.approx(plan.best[0].usd_per_million_output_tokens(
+            training.price_per_chip_hour(chip)), rel=1e-3)
+
+
+def test_cost_chips_shown_are_those_with_a_price_in_the_data():
+    from scalebook.interactive import costs
+
+    assert costs.priced_chips() == ("tpu-v5e", "tpu-v5p", "h100")  # 1.2, 4.2 and 10.8 USD per chip-hour
+
+
+def test_cost_a_target_some_chip_cannot_meet_is_named(cost_fig):
+    """At 15 ms per token no H100 layout of up to 256 chips meets the target in the package's model."""
+    assert "H100" not in _cost_bars(cost_fig, 15)
+    assert cost_fig.readout(target_ms=15).endswith("\ncannot meet it: H100")
+    assert "cannot meet" not in cost_fig.readout(target_ms=50)
+
+
+def test_cost_readout_when_no_chip_or_one_chip_meets_the_target(cost_fig, monkeypatch):
+    from scalebook.interactive import costs
+
+    assert cost_fig.compute(target_ms=1)[-1]["text"].endswith(
+        "no priced chip meets it in any configuration the planner tries\ncannot meet it: TPU v5e, TPU v5p, H100")
+    monkeypatch.setattr(costs, "priced_chips", lambda: ("tpu-v5p", "h100"))
+    text = costs.compute(target_ms=15)[-1]["text"]
+    assert "\nonly TPU v5p meets it: $" in text and text.endswith("\ncannot meet it: H100")
+
+
+def test_cost_looser_targets_never_cost_more(cost_fig):
+    targets = cost_fig.control("target_ms").values
+    for chip in ("TPU v5e", "TPU v5p", "H100"):
+        usd = [_cost_bars(cost_fig, t)[chip]["usd"] for t in targets if chip in _cost_bars(cost_fig, t)]
+        assert usd == sorted(usd, reverse=True)
+
+
+def test_cost_bad_target_names_the_argument(cost_fig):
+    with pytest.raises(Error, match="target_ms"):
+        cost_fig.compute(target_ms=-5)
+
+
+def test_cost_live_takes_a_target_off_the_grid(cost_fig):
+    live = cost_fig.live()
+    live.set(target_ms=42)
+    assert live.readout == cost_fig.readout(target_ms=42) and "at most 42 ms" in live.readout
+
+
+@pytest.mark.parametrize("name, setting", [
+    ("chips", {"quantity": "peak", "dtype": "int8"}),
+    ("model-anatomy", {"preset": "mixtral-8x7b", "measure": "params", "seq_len": 4096}),
+    ("serving-cost", {"target_ms": 30}),
+])
+def test_new_figures_live_in_a_kernel_match_the_grid(name, setting):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from scalebook import interactive\n"
+        f"live = interactive.figures()[{name!r}].live()\n"
+        f"live.set(**{setting!r})\n"
+        "display(live)\n"
+        "print(repr(live.readout))")]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = nb.cells[0].outputs
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert printed.strip() == repr(interactive.figures()[name].readout(**setting))
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)

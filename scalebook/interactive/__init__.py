@@ -4,9 +4,12 @@ One function per figure, named after what it shows; each returns an `Interactive
 
     from scalebook import interactive
     interactive.roofline()          # chapter 1: chip, dtype, batch
+    interactive.chips()             # chapters 2 and 2b: quantity, dtype
+    interactive.model_anatomy()     # chapter 4: preset, measure, sequence length
     interactive.collective()        # chapter 3: collective, topology, axes, array size
     interactive.training_step()     # chapter 5: weights over DP, TP, remat, microbatch, batch
     interactive.frontier()          # chapter 7: weight and cache dtypes, TP, batch
+    interactive.serving_cost()      # chapter 8: latency target
 
 Displayed in the book build it is a Vega-Lite chart over values the package computed for every
 setting of its controls (no server, no network: the site serves the Vega scripts itself); in
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from ._figure import Control, InteractiveFigure, SITE_ENV
 
-__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "collective", "training_step", "frontier", "figures"]
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "serving_cost", "figures"]
 
 
 def roofline() -> InteractiveFigure:
@@ -30,12 +33,28 @@ def roofline() -> InteractiveFigure:
     return rooflines.figure()
 
 
+def chips() -> InteractiveFigure:
+    """Chapters 2 and 2b: every chip side by side on peak FLOP/s, HBM bandwidth, the collective
+    bandwidth W or a critical intensity, in a dtype (`scalebook.interactive.accelerators`)."""
+    from . import accelerators
+
+    return accelerators.figure()
+
+
 def collective() -> InteractiveFigure:
     """Chapter 3: a collective's time against the array size V on a topology and mesh axes
     (`scalebook.interactive.collectives`)."""
     from . import collectives
 
     return collectives.figure()
+
+
+def model_anatomy() -> InteractiveFigure:
+    """Chapter 4: a preset's parameters, forward FLOPs per token or training memory, by part,
+    against the sequence length (`scalebook.interactive.transformers`)."""
+    from . import transformers
+
+    return transformers.figure()
 
 
 def training_step() -> InteractiveFigure:
@@ -54,6 +73,14 @@ def frontier() -> InteractiveFigure:
     return inference.figure()
 
 
+def serving_cost() -> InteractiveFigure:
+    """Chapter 8: USD per million output tokens of LLaMA-3 70B on each priced chip at the cheapest
+    configuration within a per-token latency target (`scalebook.interactive.costs`)."""
+    from . import costs
+
+    return costs.figure()
+
+
 def figures() -> dict[str, InteractiveFigure]:
     """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
-    return {f.name: f for f in (roofline(), collective(), training_step(), frontier())}
+    return {f.name: f for f in (roofline(), chips(), collective(), model_anatomy(), training_step(), frontier(), serving_cost())}
