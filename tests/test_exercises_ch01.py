@@ -39,7 +39,7 @@ def _overlap_ms():
 
 HAND = {
     "1.1": 13e9 * 2 / H100_HBM * 1e3,                 # 26 GB over 3.4 TB/s, in ms
-    "1.2": H200_BF16 / H200_HBM,                      # bf16: B* = peak / bandwidth
+    "1.2": H200_BF16 / 128 / 1e12,                    # B* = peak / W  =>  W = peak / 128 tokens, TB/s
     "1.3": _projection_us(),
     "1.4": V5P_BF16 / V5P_HBM / 2,                    # int8 weights, bf16 peak: half of 164
     "1.5": B200_FP8 / B200_HBM / 2,                   # 2B FLOPs per weight byte: B* = 562.5 / 2
@@ -106,3 +106,11 @@ def test_whole_token_answers_are_checked_as_integers():
 def test_tensor_core_share_gets_the_vector_unit_hint():
     r = check("1.11", HAND["1.11"] * H100_FP32_CUDA_CORES / H100_BF16)
     assert r.status == "wrong" and "CUDA cores" in r.message
+
+
+def test_problem_1_2_asks_for_more_bandwidth_than_the_h200_has():
+    # 990 TFLOP/s over 128 tokens = 7.73 TB/s, above the H200's 4.8 TB/s: its critical batch
+    # (990 / 4.8 = 206) is above 128, so a smaller one needs faster HBM.
+    assert HAND["1.2"] == pytest.approx(7.734375)
+    assert HAND["1.2"] > H200_HBM / 1e12
+    assert check("1.2", "7.73 TB/s").status == "correct"

@@ -18,9 +18,11 @@ def weights_stream_ms(chip, params, dtype):
     return r.memory_seconds * 1e3
 
 
-@problem("1.2", title="Critical batch of an H200", unit="token", chip="h200", dtype="bf16")
-def critical_batch_h200(chip, dtype):
-    return roofline.critical_batch(chip, dtype)
+@problem("1.2", title="HBM for a smaller critical batch", unit="TB/s", chip="h200", dtype="bf16", batch=128,
+         slips={2: _TWO})
+def hbm_for_critical_batch(chip, dtype, batch):
+    """Large-D, F limit: the critical batch is peak / HBM bandwidth, so bandwidth = peak / batch."""
+    return hardware.chip(chip).peak_flops_per_s(dtype) / batch / 1e12
 
 
 @problem("1.3", title="A projection on a TPU v6e", unit="us", chip="tpu-v6e", batch=512, d_model=4096,
