@@ -41,7 +41,8 @@ HAND = {
     "1.1": 13e9 * 2 / H100_HBM * 1e3,                 # 26 GB over 3.4 TB/s, in ms
     "1.2": H200_BF16 / 128 / 1e12,                    # B* = peak / W  =>  W = peak / 128 tokens, TB/s
     "1.3": _projection_us(),
-    "1.4": V5P_BF16 / V5P_HBM / 2,                    # int8 weights, bf16 peak: half of 164
+    # 1.4: int8 weights make the intensity 2B = 128 FLOP/B, below 459 / 2.8 = 164: memory-bound
+    "1.4": 100 * 2 * 64 / (V5P_BF16 / V5P_HBM),
     "1.5": B200_FP8 / B200_HBM / 2,                   # 2B FLOPs per weight byte: B* = 562.5 / 2
     "1.6": 2 * V5P_BF16 / V5P_ICI_ONE_WAY,            # D = 2 peak / W, one-way link
     "1.7": _overlap_ms(),
