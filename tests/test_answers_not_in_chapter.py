@@ -26,7 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = ["01-rooflines", "02b-gpus", "04-transformers"]
 STILL_PRINTED = {
     "01-rooflines": {
-        "1.5",   # fp8 x fp8 on a B200: the same table's "fp8 x fp8" column
         "1.6",   # split over two v5p: the network-roofline table of the critical D per chip
         "1.11",  # dot product on the H100's CUDA cores: the vector-unit table's share
     },

@@ -43,7 +43,7 @@ HAND = {
     "1.3": _projection_us(),
     # 1.4: int8 weights make the intensity 2B = 128 FLOP/B, below 459 / 2.8 = 164: memory-bound
     "1.4": 100 * 2 * 64 / (V5P_BF16 / V5P_HBM),
-    "1.5": B200_FP8 / B200_HBM / 2,                   # 2B FLOPs per weight byte: B* = 562.5 / 2
+    "1.5": 72 * B200_FP8 / B200_HBM / 2,              # 2B FLOPs per weight byte: 72 x 562.5 / 2
     "1.6": 2 * V5P_BF16 / V5P_ICI_ONE_WAY,            # D = 2 peak / W, one-way link
     "1.7": _overlap_ms(),
     "1.8": 3 * 4096 * 8192 * 2 / V6E_HBM * 1e6,       # read a, read b, write a+b; bf16

@@ -39,10 +39,13 @@ def int8_weights_v5p(chip, dtype, weight_dtype, batch):
     return 100 * min(1.0, batch / roofline.critical_batch(chip, dtype, weight_dtype))
 
 
-@problem("1.5", title="fp8 on both sides on a B200", unit="token", chip="b200", dtype="fp8",
+@problem("1.5", title="fp8 on both sides across an NVL72 rack", unit="token", chip="b200", dtype="fp8",
+         chips=72, n_chips=72,
          slips={2: "off by a factor of 2: fp8 x fp8 halves the bytes and doubles the peak; did you change only one?"})
-def fp8_b200(chip, dtype):
-    return roofline.critical_batch(chip, dtype)
+def fp8_b200(chip, dtype, n_chips):
+    """Large-D, F limit: each chip needs its critical batch, fp8 peak / (2 x HBM bandwidth);
+    data parallelism over `n_chips` multiplies it."""
+    return n_chips * roofline.critical_batch(chip, dtype)
 
 
 @problem("1.6", title="Splitting a matmul over two TPU v5p chips", unit="", chip="tpu-v5p", dtype="bf16",
