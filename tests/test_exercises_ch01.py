@@ -49,8 +49,9 @@ HAND = {
     "1.8": 3 * 4096 * 8192 * 2 / V6E_HBM * 1e6,       # read a, read b, write a+b; bf16
     "1.9": (2 * 5e8) / (2 * 5e8 * 4) * A100_HBM,      # 0.25 FLOP/B times 2 TB/s
     "1.10": 256 * V5E_BF16 / V5E_HBM,                 # 256 chips x 240 tokens
-    # 1.11: 0.25 FLOP/B (fp32 dot) x 3.4 TB/s against the CUDA cores' 66 TFLOP/s, in percent
-    "1.11": 100 * 0.25 * H100_HBM / H100_FP32_CUDA_CORES,
+    # 1.11: 2 FLOPs per 4-byte element read (fp32 squared norm) = 0.5 FLOP/B, x 3.4 TB/s against
+    # the CUDA cores' 66 TFLOP/s, in percent
+    "1.11": 100 * 0.5 * H100_HBM / H100_FP32_CUDA_CORES,
     # 1.12: 400 FLOP/B below the v6e's 920 / 1.6 = 575: memory-bound at 400 / 575 of peak
     "1.12": 100 * 400 / (V6E_BF16 / V6E_HBM),
     # 1.13: intensity 4096 / 3 = 1365 > 291: compute-bound, 2 n^3 / peak, in us

@@ -87,13 +87,14 @@ def global_batch(chip, dtype, n_chips):
     return n_chips * roofline.critical_batch(chip, dtype)
 
 
-@problem("1.11", title="A dot product on the vector units", unit="%", chip="h100", length=2e8, dtype="fp32",
+@problem("1.11", title="A squared norm on the vector units", unit="%", chip="h100", length=2e8, dtype="fp32",
          vector_peak_flops_per_s=hardware.chip("h100").micro.vector_flops_per_s,
-         slips={hardware.chip("h100").micro.vector_flops_per_s / hardware.chip("h100").peak_flops_per_s("bf16"): "that is the share of the tensor cores' bf16 peak: a dot product runs on the CUDA cores"})
+         slips={hardware.chip("h100").micro.vector_flops_per_s / hardware.chip("h100").peak_flops_per_s("bf16"): "that is the share of the tensor cores' bf16 peak: a squared norm runs on the CUDA cores"})
 def dot_vector_utilization_pct(chip, length, dtype, vector_peak_flops_per_s):
-    # A dot product has no matrix to multiply: it runs on the CUDA cores, so its utilization is
-    # measured against their peak. 2N FLOPs over 2N b bytes, memory-bound at any vector peak.
-    r = roofline.op(chip, flops=2 * length, hbm_bytes=2 * length * units.dtype_bytes(dtype),
+    # The squared norm sum(x_i^2) has no matrix to multiply: it runs on the CUDA cores, so its
+    # utilization is measured against their peak. 2N FLOPs over N b bytes (one vector read),
+    # memory-bound at any vector peak.
+    r = roofline.op(chip, flops=2 * length, hbm_bytes=length * units.dtype_bytes(dtype),
                     peak_flops_per_s=vector_peak_flops_per_s)
     return 100 * r.utilization
 
