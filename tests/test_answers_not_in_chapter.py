@@ -26,7 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = ["01-rooflines", "02b-gpus", "04-transformers"]
 STILL_PRINTED = {
     "01-rooflines": {
-        "1.6",   # split over two v5p: the network-roofline table of the critical D per chip
     },
     "02b-gpus": {"2g.2", "2g.6", "2g.7", "2g.8", "2g.10"},  # page not owned here: reported
     "04-transformers": set(),

@@ -44,7 +44,7 @@ HAND = {
     # 1.4: int8 weights make the intensity 2B = 128 FLOP/B, below 459 / 2.8 = 164: memory-bound
     "1.4": 100 * 2 * 64 / (V5P_BF16 / V5P_HBM),
     "1.5": 72 * B200_FP8 / B200_HBM / 2,              # 2B FLOPs per weight byte: 72 x 562.5 / 2
-    "1.6": 2 * V5P_BF16 / V5P_ICI_ONE_WAY,            # D = 2 peak / W, one-way link
+    "1.6": 2 * V5P_BF16 / 4096 / 1e9,                 # D = 2 peak / W  =>  W = 2 peak / 4096, GB/s
     "1.7": _overlap_ms(),
     "1.8": 3 * 4096 * 8192 * 2 / V6E_HBM * 1e6,       # read a, read b, write a+b; bf16
     "1.9": (2 * 5e8) / (2 * 5e8 * 4) * A100_HBM,      # 0.25 FLOP/B times 2 TB/s
@@ -116,3 +116,10 @@ def test_problem_1_2_asks_for_more_bandwidth_than_the_h200_has():
     assert HAND["1.2"] == pytest.approx(7.734375)
     assert HAND["1.2"] > H200_HBM / 1e12
     assert check("1.2", "7.73 TB/s").status == "correct"
+
+
+def test_problem_1_6_asks_for_a_faster_link_than_the_v5p_has():
+    # 2 x 459 TFLOP/s / 4096 = 224 GB/s one way, above the v5p's 90 GB/s link: at its own link
+    # a split over D needs D >= 2 x 459e12 / 9e10 = 10,200, so 4096 needs a faster one.
+    assert HAND["1.6"] == pytest.approx(224.12109375)
+    assert HAND["1.6"] > V5P_ICI_ONE_WAY / 1e9

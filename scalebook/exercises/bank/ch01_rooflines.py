@@ -48,14 +48,15 @@ def fp8_b200(chip, dtype, n_chips):
     return n_chips * roofline.critical_batch(chip, dtype)
 
 
-@problem("1.6", title="Splitting a matmul over two TPU v5p chips", unit="", chip="tpu-v5p", dtype="bf16",
+@problem("1.6", title="The link a split v5p matmul needs", unit="GB/s", chip="tpu-v5p", dtype="bf16",
+         d_model=4096,
          slips={2: "off by a factor of 2: each chip does half the FLOPs, and the partial sum crosses "
                    "one link in one direction (one-way bandwidth)"})
-def split_min_d_model(chip, dtype):
+def split_link_for_d_model(chip, dtype, d_model):
     # Per chip: compute 2 B (D/2) F / peak = B D F / peak; send the [B, F] partial sum, B F b
     # bytes (b per element), over one link in one direction at W bytes/s: B F b / W.
-    # Equal when D = b peak / W (2 peak / W in bf16), whatever B and F are.
-    return roofline.split_matmul_critical_d_model(chip, dtype)
+    # Equal when D = b peak / W, whatever B and F are; so W = b peak / D (2 peak / D in bf16).
+    return units.dtype_bytes(dtype) * hardware.chip(chip).peak_flops_per_s(dtype) / d_model / 1e9
 
 
 @problem("1.7", title="What overlap buys", unit="ms", chip="tpu-v5e", flops=3.0e12, hbm_bytes=12e9,
