@@ -25,8 +25,7 @@ from scalebook.exercises import problems
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ["01-rooflines", "02b-gpus", "04-transformers"]
 STILL_PRINTED = {
-    "01-rooflines": {
-    },
+    "01-rooflines": set(),
     "02b-gpus": {"2g.2", "2g.6", "2g.7", "2g.8", "2g.10"},  # page not owned here: reported
     "04-transformers": set(),
 }
