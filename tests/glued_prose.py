@@ -26,7 +26,12 @@ The rules (each returns a message, or None):
 - `hidden_rule`: "hidden"/"hides" and a positive glued time called exposed in one sentence,
   unless the sentence says what part is hidden (partly, rest, remaining, beyond, except, but);
 - `comparative_rule`: "a is larger/more/longer/higher than b" (or smaller/less/shorter/lower/
-  fewer) with two glued numbers of one kind that say the opposite.
+  fewer) with two glued numbers of one kind that say the opposite;
+- `count_decimal_rule`: a glued count written with a decimal ("137.0 requests", "4.5 chips"): a
+  glued number with a fractional part right before a count noun (requests, chips, GPUs, TPUs,
+  layers, tokens, steps, heads, devices, nodes, sequences, hosts, microbatches), unless it is a
+  mean ("average", "expected", "yields" just before; "on average" after) or a rate ("per ...",
+  "a second" after).
 """
 from __future__ import annotations
 
@@ -261,7 +266,28 @@ def comparative_rule(s: Sentence) -> str | None:
     return None
 
 
-RULES = (times_rule, empty_list_rule, only_all_rule, percent_rule, hidden_rule, comparative_rule)
+_COUNT_NOUN = (r"(?:requests?|chips?|GPUs?|TPUs?|layers?|tokens?|steps?|heads?|devices?|nodes?|sequences?"
+               r"|hosts?|microbatch(?:es)?)")
+
+
+def count_decimal_rule(s: Sentence) -> str | None:
+    """A count printed with decimals: a glued '137.0' or '4.5' (or '4.0 chips' glued whole)
+    directly followed by a count noun. Counts are whole: round them (`units.fmt_count`,
+    `:.0f`, `:,`). A mean ('an average of 2.5 tokens', '5.3 nodes on average') or a rate
+    ('6.5 requests per second') is not a count and passes."""
+    pat = re.compile(f"{OPEN}\\s*([-−+]?\\d[\\d,]*\\.\\d+)\\s*(?:{CLOSE}\\s*({_COUNT_NOUN})\\b|({_COUNT_NOUN})\\b[^{CLOSE}]*{CLOSE})")
+    for m in pat.finditer(s.text):
+        before = plain(s.text[max(0, m.start() - 30):m.start()])
+        after = plain(s.text[m.end():m.end() + 20])
+        if (re.search(r"\b(average|mean|expected|expects?|yields?)\b", before, re.I)
+                or re.match(r"\s*(per\b|/|an? (second|minute|hour|step|round)\b|each\b|on average\b|in expectation\b)", after, re.I)):
+            continue  # a mean or a rate, not a count
+        return f"a count written with a decimal: '{m.group(1)} {m.group(2) or m.group(3)}'"
+    return None
+
+
+RULES = (times_rule, empty_list_rule, only_all_rule, percent_rule, hidden_rule, comparative_rule,
+         count_decimal_rule)
 
 
 def problems(sentences: list[Sentence]) -> list[str]:

@@ -39,17 +39,19 @@ def _overlap_ms():
 
 HAND = {
     "1.1": 13e9 * 2 / H100_HBM * 1e3,                 # 26 GB over 3.4 TB/s, in ms
-    "1.2": H200_BF16 / H200_HBM,                      # bf16: B* = peak / bandwidth
+    "1.2": H200_BF16 / 128 / 1e12,                    # B* = peak / W  =>  W = peak / 128 tokens, TB/s
     "1.3": _projection_us(),
-    "1.4": V5P_BF16 / V5P_HBM / 2,                    # int8 weights, bf16 peak: half of 164
-    "1.5": B200_FP8 / B200_HBM / 2,                   # 2B FLOPs per weight byte: B* = 562.5 / 2
-    "1.6": 2 * V5P_BF16 / V5P_ICI_ONE_WAY,            # D = 2 peak / W, one-way link
+    # 1.4: int8 weights make the intensity 2B = 128 FLOP/B, below 459 / 2.8 = 164: memory-bound
+    "1.4": 100 * 2 * 64 / (V5P_BF16 / V5P_HBM),
+    "1.5": 72 * B200_FP8 / B200_HBM / 2,              # 2B FLOPs per weight byte: 72 x 562.5 / 2
+    "1.6": 2 * V5P_BF16 / 4096 / 1e9,                 # D = 2 peak / W  =>  W = 2 peak / 4096, GB/s
     "1.7": _overlap_ms(),
     "1.8": 3 * 4096 * 8192 * 2 / V6E_HBM * 1e6,       # read a, read b, write a+b; bf16
     "1.9": (2 * 5e8) / (2 * 5e8 * 4) * A100_HBM,      # 0.25 FLOP/B times 2 TB/s
     "1.10": 256 * V5E_BF16 / V5E_HBM,                 # 256 chips x 240 tokens
-    # 1.11: 0.25 FLOP/B (fp32 dot) x 3.4 TB/s against the CUDA cores' 66 TFLOP/s, in percent
-    "1.11": 100 * 0.25 * H100_HBM / H100_FP32_CUDA_CORES,
+    # 1.11: 2 FLOPs per 4-byte element read (fp32 squared norm) = 0.5 FLOP/B, x 3.4 TB/s against
+    # the CUDA cores' 66 TFLOP/s, in percent
+    "1.11": 100 * 0.5 * H100_HBM / H100_FP32_CUDA_CORES,
     # 1.12: 400 FLOP/B below the v6e's 920 / 1.6 = 575: memory-bound at 400 / 575 of peak
     "1.12": 100 * 400 / (V6E_BF16 / V6E_HBM),
     # 1.13: intensity 4096 / 3 = 1365 > 291: compute-bound, 2 n^3 / peak, in us
@@ -106,3 +108,18 @@ def test_whole_token_answers_are_checked_as_integers():
 def test_tensor_core_share_gets_the_vector_unit_hint():
     r = check("1.11", HAND["1.11"] * H100_FP32_CUDA_CORES / H100_BF16)
     assert r.status == "wrong" and "CUDA cores" in r.message
+
+
+def test_problem_1_2_asks_for_more_bandwidth_than_the_h200_has():
+    # 990 TFLOP/s over 128 tokens = 7.73 TB/s, above the H200's 4.8 TB/s: its critical batch
+    # (990 / 4.8 = 206) is above 128, so a smaller one needs faster HBM.
+    assert HAND["1.2"] == pytest.approx(7.734375)
+    assert HAND["1.2"] > H200_HBM / 1e12
+    assert check("1.2", "7.73 TB/s").status == "correct"
+
+
+def test_problem_1_6_asks_for_a_faster_link_than_the_v5p_has():
+    # 2 x 459 TFLOP/s / 4096 = 224 GB/s one way, above the v5p's 90 GB/s link: at its own link
+    # a split over D needs D >= 2 x 459e12 / 9e10 = 10,200, so 4096 needs a faster one.
+    assert HAND["1.6"] == pytest.approx(224.12109375)
+    assert HAND["1.6"] > V5P_ICI_ONE_WAY / 1e9

@@ -86,6 +86,17 @@ def test_comparative_rule_flags_larger_than_with_the_smaller_number_first():
     assert not flags(gp.comparative_rule, f"It is {G('2')} times larger than the {G('16 GB')} cache.")  # a ratio
 
 
+def test_count_decimal_rule_flags_a_count_written_with_decimals():
+    assert flags(gp.count_decimal_rule, f"The queue holds {G('137.0')} requests at the peak.")
+    assert flags(gp.count_decimal_rule, f"It needs {G('4.0 chips')} to hold the weights.")
+    assert flags(gp.count_decimal_rule, f"Each chip needs {G('240.2')} tokens to be compute-bound.")
+    assert not flags(gp.count_decimal_rule, f"The queue holds {G('137')} requests at the peak.")
+    assert not flags(gp.count_decimal_rule, f"It accepts an average of {G('2.5')} tokens.")
+    assert not flags(gp.count_decimal_rule, f"The server completes {G('6.5')} requests per second.")
+    assert not flags(gp.count_decimal_rule, f"A batch reaches {G('5.3')} nodes on average.")
+    assert not flags(gp.count_decimal_rule, f"The step takes {G('4.0')} ms on {G('8')} chips.")
+
+
 # ------------------------------------------------------------------ every page
 
 @pytest.mark.parametrize("md", CHAPTERS + EXERCISES, ids=lambda p: f"{p.parent.name}/{p.name}")

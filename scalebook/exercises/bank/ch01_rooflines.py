@@ -18,9 +18,11 @@ def weights_stream_ms(chip, params, dtype):
     return r.memory_seconds * 1e3
 
 
-@problem("1.2", title="Critical batch of an H200", unit="token", chip="h200", dtype="bf16")
-def critical_batch_h200(chip, dtype):
-    return roofline.critical_batch(chip, dtype)
+@problem("1.2", title="HBM for a smaller critical batch", unit="TB/s", chip="h200", dtype="bf16", batch=128,
+         slips={2: _TWO})
+def hbm_for_critical_batch(chip, dtype, batch):
+    """Large-D, F limit: the critical batch is peak / HBM bandwidth, so bandwidth = peak / batch."""
+    return hardware.chip(chip).peak_flops_per_s(dtype) / batch / 1e12
 
 
 @problem("1.3", title="A projection on a TPU v6e", unit="us", chip="tpu-v6e", batch=512, d_model=4096,
@@ -29,27 +31,32 @@ def projection_us(chip, batch, d_model, d_ff, dtype):
     return roofline.matmul(chip, batch=batch, d_model=d_model, d_ff=d_ff, dtype=dtype).lower_seconds * 1e6
 
 
-@problem("1.4", title="int8 weights on a TPU v5p", unit="token", chip="tpu-v5p", dtype="bf16",
-         weight_dtype="int8",
+@problem("1.4", title="int8 weights on a TPU v5p", unit="%", chip="tpu-v5p", dtype="bf16",
+         weight_dtype="int8", batch=64,
          slips={2: "off by a factor of 2: int8 weights halve the bytes, but the matmul still runs at the bf16 peak"})
-def int8_weights_v5p(chip, dtype, weight_dtype):
-    return roofline.critical_batch(chip, dtype, weight_dtype)
+def int8_weights_v5p(chip, dtype, weight_dtype, batch):
+    """Large-D, F limit: memory-bound below the critical batch, at batch / critical batch of peak."""
+    return 100 * min(1.0, batch / roofline.critical_batch(chip, dtype, weight_dtype))
 
 
-@problem("1.5", title="fp8 on both sides on a B200", unit="token", chip="b200", dtype="fp8",
+@problem("1.5", title="fp8 on both sides across an NVL72 rack", unit="token", chip="b200", dtype="fp8",
+         chips=72, n_chips=72,
          slips={2: "off by a factor of 2: fp8 x fp8 halves the bytes and doubles the peak; did you change only one?"})
-def fp8_b200(chip, dtype):
-    return roofline.critical_batch(chip, dtype)
+def fp8_b200(chip, dtype, n_chips):
+    """Large-D, F limit: each chip needs its critical batch, fp8 peak / (2 x HBM bandwidth);
+    data parallelism over `n_chips` multiplies it."""
+    return n_chips * roofline.critical_batch(chip, dtype)
 
 
-@problem("1.6", title="Splitting a matmul over two TPU v5p chips", unit="", chip="tpu-v5p", dtype="bf16",
+@problem("1.6", title="The link a split v5p matmul needs", unit="GB/s", chip="tpu-v5p", dtype="bf16",
+         d_model=4096,
          slips={2: "off by a factor of 2: each chip does half the FLOPs, and the partial sum crosses "
                    "one link in one direction (one-way bandwidth)"})
-def split_min_d_model(chip, dtype):
+def split_link_for_d_model(chip, dtype, d_model):
     # Per chip: compute 2 B (D/2) F / peak = B D F / peak; send the [B, F] partial sum, B F b
     # bytes (b per element), over one link in one direction at W bytes/s: B F b / W.
-    # Equal when D = b peak / W (2 peak / W in bf16), whatever B and F are.
-    return roofline.split_matmul_critical_d_model(chip, dtype)
+    # Equal when D = b peak / W, whatever B and F are; so W = b peak / D (2 peak / D in bf16).
+    return units.dtype_bytes(dtype) * hardware.chip(chip).peak_flops_per_s(dtype) / d_model / 1e9
 
 
 @problem("1.7", title="What overlap buys", unit="ms", chip="tpu-v5e", flops=3.0e12, hbm_bytes=12e9,
@@ -81,13 +88,14 @@ def global_batch(chip, dtype, n_chips):
     return n_chips * roofline.critical_batch(chip, dtype)
 
 
-@problem("1.11", title="A dot product on the vector units", unit="%", chip="h100", length=2e8, dtype="fp32",
+@problem("1.11", title="A squared norm on the vector units", unit="%", chip="h100", length=2e8, dtype="fp32",
          vector_peak_flops_per_s=hardware.chip("h100").micro.vector_flops_per_s,
-         slips={hardware.chip("h100").micro.vector_flops_per_s / hardware.chip("h100").peak_flops_per_s("bf16"): "that is the share of the tensor cores' bf16 peak: a dot product runs on the CUDA cores"})
+         slips={hardware.chip("h100").micro.vector_flops_per_s / hardware.chip("h100").peak_flops_per_s("bf16"): "that is the share of the tensor cores' bf16 peak: a squared norm runs on the CUDA cores"})
 def dot_vector_utilization_pct(chip, length, dtype, vector_peak_flops_per_s):
-    # A dot product has no matrix to multiply: it runs on the CUDA cores, so its utilization is
-    # measured against their peak. 2N FLOPs over 2N b bytes, memory-bound at any vector peak.
-    r = roofline.op(chip, flops=2 * length, hbm_bytes=2 * length * units.dtype_bytes(dtype),
+    # The squared norm sum(x_i^2) has no matrix to multiply: it runs on the CUDA cores, so its
+    # utilization is measured against their peak. 2N FLOPs over N b bytes (one vector read),
+    # memory-bound at any vector peak.
+    r = roofline.op(chip, flops=2 * length, hbm_bytes=length * units.dtype_bytes(dtype),
                     peak_flops_per_s=vector_peak_flops_per_s)
     return 100 * r.utilization
 
