@@ -266,7 +266,8 @@ def comparative_rule(s: Sentence) -> str | None:
     return None
 
 
-_COUNT_NOUN = (r"(?:requests?|chips?|GPUs?|TPUs?|layers?|tokens?|steps?|heads?|devices?|nodes?|sequences?"
+# Not tokens: a critical batch or an expected number of accepted tokens is a real number of tokens.
+_COUNT_NOUN = (r"(?:requests?|chips?|GPUs?|TPUs?|layers?|steps?|heads?|devices?|nodes?|sequences?"
                r"|hosts?|microbatch(?:es)?)")
 
 
@@ -275,6 +276,8 @@ def count_decimal_rule(s: Sentence) -> str | None:
     directly followed by a count noun. Counts are whole: round them (`units.fmt_count`,
     `:.0f`, `:,`). A mean ('an average of 2.5 tokens', '5.3 nodes on average') or a rate
     ('6.5 requests per second') is not a count and passes."""
+    if re.search(r"\bround(s|ed|ing)?\b|\bratio\b|\bspeedup\b", plain(s.text), re.I):
+        return None  # an intermediate the sentence then rounds ('50.6 chips ... rounds up to 51'), or a speedup's terms
     pat = re.compile(f"{OPEN}\\s*([-−+]?\\d[\\d,]*\\.\\d+)\\s*(?:{CLOSE}\\s*({_COUNT_NOUN})\\b|({_COUNT_NOUN})\\b[^{CLOSE}]*{CLOSE})")
     for m in pat.finditer(s.text):
         before = plain(s.text[max(0, m.start() - 30):m.start()])

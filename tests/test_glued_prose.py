@@ -89,11 +89,13 @@ def test_comparative_rule_flags_larger_than_with_the_smaller_number_first():
 def test_count_decimal_rule_flags_a_count_written_with_decimals():
     assert flags(gp.count_decimal_rule, f"The queue holds {G('137.0')} requests at the peak.")
     assert flags(gp.count_decimal_rule, f"It needs {G('4.0 chips')} to hold the weights.")
-    assert flags(gp.count_decimal_rule, f"Each chip needs {G('240.2')} tokens to be compute-bound.")
+    assert flags(gp.count_decimal_rule, f"The job needs {G('240.2')} chips to finish in time.")
     assert not flags(gp.count_decimal_rule, f"The queue holds {G('137')} requests at the peak.")
     assert not flags(gp.count_decimal_rule, f"It accepts an average of {G('2.5')} tokens.")
     assert not flags(gp.count_decimal_rule, f"The server completes {G('6.5')} requests per second.")
     assert not flags(gp.count_decimal_rule, f"A batch reaches {G('5.3')} nodes on average.")
+    assert not flags(gp.count_decimal_rule, f"The ratio is {G('50.6')} chips, which rounds up to {G('51')}.")
+    assert not flags(gp.count_decimal_rule, f"The threshold is {G('38.7')} tokens for int4.")
     assert not flags(gp.count_decimal_rule, f"The step takes {G('4.0')} ms on {G('8')} chips.")
 
 
