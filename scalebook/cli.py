@@ -85,7 +85,7 @@ def number_arg(unit: str = "", *, whole: bool = False, low: float = 0.0, low_inc
     with `units.parse_quantity` and divided by `scale` (so `--latency-ms` reads '5 ms' or 5).
     The value must be > `low` (>= with `low_inclusive`), <= `high` if given, finite, and a whole
     number with `whole` (returned as int). Errors name the flag's expectation in one line.
-    Sizes a model can mean: a nonzero value lies between 1e-30 and 1e30 in magnitude, a whole number
+    Sizes a model can mean: a nonzero value lies between 10⁻³⁰ and 10³⁰ in magnitude, a whole number
     is at most 10**15 (`errors.MAX_TOKENS`; chips, batches and lengths are far below it).
     """
     from .errors import MAX_NUMBER, MAX_TOKENS, MIN_POSITIVE

@@ -5,13 +5,13 @@ input (a bool where a size is expected, NaN, inf, a number too large for a float
 where a scalar is expected, a string where a config is expected) raises `Error` saying what was
 wrong and what is valid, never a TypeError or OverflowError from deep inside the arithmetic.
 
-Sizes have caps a model can mean, stated in each error: a number at most `MAX_NUMBER` (1e30; the
-largest quantity in the book, a frontier run's training FLOPs, is about 4e25), a count of chips at
+Sizes have caps a model can mean, stated in each error: a number at most `MAX_NUMBER` (10³⁰; the
+largest quantity in the book, a frontier run's training FLOPs, is about 4 × 10²⁵), a count of chips at
 most `MAX_CHIPS` (10**7; the largest cluster in the book has about 10**5), a count of tokens
-at most `MAX_TOKENS` (10**15; the largest training set in the book is about 1.5e13 tokens), and
+at most `MAX_TOKENS` (10**15; the largest training set in the book is about 1.5 × 10¹³ tokens), and
 any other count at most `MAX_COUNT` (2**53, beyond which a float cannot hold every integer).
-Positive quantities are at least `MIN_POSITIVE` (1e-30), so no division by a tiny input (1e-300
-bytes) overflows to inf: with every input within [1e-30, 1e30], a formula's few products and
+Positive quantities are at least `MIN_POSITIVE` (10⁻³⁰), so no division by a tiny input (10⁻³⁰⁰
+bytes) overflows to inf: with every input within [10⁻³⁰, 10³⁰], a formula's few products and
 quotients stay far inside a float's range.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _show(value: Any) -> str:
 
 def number(name: str, value: Any, *, maximum: float = MAX_NUMBER) -> float:
     """`value` as a finite float; raise `Error` for bools, non-numbers, arrays, NaN, inf, overflow
-    and magnitudes above `maximum` (default `MAX_NUMBER`, 1e30: no quantity a model means).
+    and magnitudes above `maximum` (default `MAX_NUMBER`, 10³⁰: no quantity a model means).
 
     Accepts Python and numpy real scalars (a 0-d or larger numpy array is refused: pass a number).
     """
@@ -56,7 +56,7 @@ def number(name: str, value: Any, *, maximum: float = MAX_NUMBER) -> float:
 
 
 def require_finite(**values: Any) -> None:
-    """Raise `Error` unless every named value is a finite real number (of magnitude <= 1e30)."""
+    """Raise `Error` unless every named value is a finite real number (of magnitude <= 10³⁰)."""
     for name, value in values.items():
         number(name, value)
 
@@ -94,7 +94,7 @@ MIN_POSITIVE = 1e-30
 
 
 def require_positive(**values: Any) -> None:
-    """Raise `Error` unless every named value is a finite number in [1e-30, 1e30] (`MIN_POSITIVE`,
+    """Raise `Error` unless every named value is a finite number in [10⁻³⁰, 10³⁰] (`MIN_POSITIVE`,
     `MAX_NUMBER`): smaller positive values are no quantity a model means, and dividing by one
     overflows."""
     for name, value in values.items():
@@ -106,7 +106,7 @@ def require_positive(**values: Any) -> None:
 
 
 def require_non_negative(**values: Any) -> None:
-    """Raise `Error` unless every named value is zero or a finite number in [1e-30, 1e30]."""
+    """Raise `Error` unless every named value is zero or a finite number in [10⁻³⁰, 10³⁰]."""
     for name, value in values.items():
         x = number(name, value)
         if x < 0:

@@ -166,7 +166,7 @@ def time_ratios(rows: Sequence[Mapping], *, ax=None):
         if r["measured"] <= 0 or r["predicted"] <= 0:
             raise Error(f"ratios must be positive: {dict(r)}")
     own = ax is None
-    fig, ax = axes(ax, (1.7 * len(rows) + 2.6, 4.0))
+    fig, ax = axes(ax, (1.7 * len(rows) + 2.6 + 2.4, 4.0))  # + the legend beside the axes
     w = 0.38
     for i, r in enumerate(rows):
         for j, (key, color, lab) in enumerate((("measured", _ORANGE, "measured here (simulated devices)"),
