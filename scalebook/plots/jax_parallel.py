@@ -166,7 +166,7 @@ def time_ratios(rows: Sequence[Mapping], *, ax=None):
         if r["measured"] <= 0 or r["predicted"] <= 0:
             raise Error(f"ratios must be positive: {dict(r)}")
     own = ax is None
-    fig, ax = axes(ax, (1.7 * len(rows) + 2.6 + 2.4, 4.0))  # + the legend beside the axes
+    fig, ax = axes(ax, (1.7 * len(rows) + 2.6, 4.0))
     w = 0.38
     for i, r in enumerate(rows):
         for j, (key, color, lab) in enumerate((("measured", _ORANGE, "measured here (simulated devices)"),
@@ -186,8 +186,9 @@ def time_ratios(rows: Sequence[Mapping], *, ax=None):
     ax.set_xticks(range(len(rows)), [r["label"] for r in rows], fontsize=9)
     ax.set_ylabel("time ratio", fontsize=9)
     ax.set_title("Hand-written vs library, overlapped vs sequential: time ratios", fontsize=10)
-    # beside the axes: a measured bar can reach any height, so no corner inside is safe
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    # below the axes: a measured bar can reach any height, so no corner inside is safe, and a
+    # legend beside them would take the width the two-line group labels need
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.tick_params(axis="y", labelsize=9)
     if own:
         fig.tight_layout()
