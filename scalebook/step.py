@@ -13,10 +13,15 @@ per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L
   the backward pass takes the forward pass's r);
 - memory-bound (elementwise) work of a microbatch: per token and layer, the forward pass reads and
   writes 10 D elements in its norms and residual adds, 3 F (gated; 2 F plain) in the MLP
-  activation, 2 (N + K) H in RoPE and, without flash attention, 2 N T in the softmax over the
-  scores; the backward pass twice that, remat once more (selective: the softmax); at the
+  activation and 2 (N + K) H in RoPE; the backward pass twice that, remat once more; at the
   activation dtype through HBM, split over tp (the D-wide part only with sequence parallelism).
   Added to the matmul time: on a GPU these are separate kernels;
+- without flash attention (scores materialised, as Megatron-LM's attention of 2021 runs them:
+  `SCORE_PASSES`), each of the N T scores per token and layer is read or written 4 times in a
+  forward pass (QK^T, softmax, AV) and 7 times in a backward pass, with the forward's count again
+  for remat (full, or selective: the attention core), also memory-bound work; and QK^T and AV
+  compute the whole T x T square before the mask, so the attention matmuls take twice their
+  causal FLOPs' time (`attention_matmul_factor`);
 - TP: (4 + 2 if full remat) AllReduces of tok x D activations per layer over tp (sequence
   parallelism swaps each for an AllGather + ReduceScatter: the same time), plus the vocab-parallel
   embedding and logits: two more of tok x D and three of tok fp32 softmax statistics;
@@ -63,7 +68,9 @@ too). What is exposed follows from the dependencies, per microbatch:
   backward pass a gather and the previous layer's reduce-scatter during this layer's backward
   compute; other hidden traffic on the same network (overlapped TP, CP) takes its share of each
   window; the excess is exposed in every layer, and the first gather (layer 0 and the
-  embedding tables) is always exposed. At small batch per chip each layer's gather is
+  embedding tables) is always exposed. Where the strategy's `backward_prefetch` is off
+  (PyTorch FSDP's BACKWARD_POST, Composer's default), a backward gather starts only after the
+  layer's gradients are computed and is exposed whole in every layer (`fsdp_backward_exposed`). At small batch per chip each layer's gather is
   latency- and bandwidth-bound against little compute, and the exposure grows with the layers;
 - CP, per ring step: the step's key/value chunk hides behind the attention of one chunk, 1/cp
   of the chip's causal attention FLOPs (load-balanced chunks);
@@ -120,6 +127,56 @@ from .topology import PROTOCOLS, Topology, link_protocols
 POLICIES = tuple(REMAT)  # index order of the `remat` array
 NETWORKS = ("ici", "nvlink", "dcn")  # the resources a collective occupies, by index
 SCHEDULE_INDEX = {"1f1b": 0, "gpipe": 1, "interleaved": 2}
+#: Reads and writes of each element of the T x T attention scores, per pass, where attention is
+#: not fused (no flash attention): Megatron-LM's `ParallelAttention` of 2021 runs QK^T as one
+#: batched matmul (torch.baddbmm) into a scores buffer, a fused scale-mask-softmax, dropout, and AV
+#: as a second batched matmul (bib key megatronlm2021attention; Calculon lists the same
+#: operations, isaev2023calculon). Forward: QK^T
+#: writes S, the softmax reads S and writes P, AV reads P: 4. Backward: AV's input gradient writes
+#: dP and its weight-side gradient reads P, the softmax's backward reads P and dP and writes dS,
+#: and QK^T's two gradients (dQ, dK) each read dS: 7. Attention dropout (a further 2 reads and
+#: writes and a 1-byte mask each way) is not counted.
+SCORE_PASSES = {"forward": 4.0, "backward": 7.0}
+
+
+def fsdp_backward_exposed(*, gather_seconds, scatter_seconds, compute_seconds, prefetch):
+    """Seconds of one layer's FSDP traffic that its backward pass cannot hide (arrays broadcast).
+
+    In the backward pass each layer needs the next layer's weights gathered (`gather_seconds`;
+    zero when the weights were kept from the forward pass) and sends its own gradients'
+    ReduceScatter (`scatter_seconds`, with any other traffic sharing the window). All collectives
+    of a GPU run one after another on NCCL's stream (PyTorch's `BackwardPrefetch` docstring,
+    torch/distributed/fsdp/api.py; bib key pytorch2023fsdpprefetch). Where `prefetch` is true
+    (PyTorch FSDP's BACKWARD_PRE; DeepSpeed and XLA prefetch the same way) the gather is issued
+    before the layer's gradient computation, so both hide behind it:
+
+        exposed = max(0, gather + scatter - compute)
+
+    Where it is false (BACKWARD_POST, the default of MosaicML's Composer, bib key
+    mosaicml2023composer), the next gather is issued after the gradient computation and the next
+    layer waits for it; only the ReduceScatter runs under the next layer's compute:
+
+        exposed = gather + max(0, scatter - compute)
+    """
+    pre = np.asarray(prefetch, dtype=float)
+    return np.where(pre > 0, np.maximum(0.0, gather_seconds + scatter_seconds - compute_seconds),
+                    gather_seconds + np.maximum(0.0, scatter_seconds - compute_seconds))
+
+
+def attention_matmul_factor(flash_attention: bool) -> float:
+    """Hardware FLOPs of the attention matmuls (QK^T, AV) over their causal count.
+
+    A fused (flash) kernel skips the masked blocks above the diagonal, so it does the causal
+    FLOPs: 1. Without it, QK^T and AV are batched matmuls over the whole T x T square and the
+    mask is applied in the softmax afterwards (Megatron-LM's `ParallelAttention`, bib key
+    megatronlm2021attention), so they do the
+    square's FLOPs, twice the causal ones: 2 (large-T limit; the causal count keeps the
+    diagonal, T (T + 1) / 2 of T^2, and is taken as T^2 / 2, chapter 4).
+    """
+    _require_flag("flash_attention", flash_attention)
+    return 1.0 if flash_attention else 2.0
+
+
 _D_WIDE = {"layer input", "norm1 output", "residual after attention", "norm2 output", "output projection"}
 
 
@@ -250,7 +307,7 @@ class ModelFacts:
     remat_flops_per_token: tuple[float, ...]  # per policy in POLICIES order
     elementwise_wide: float  # elements per token, all layers, of forward D-wide elementwise passes
     elementwise_rest: float  # ... of the MLP activation and RoPE passes (split over tp)
-    score_elements_per_t: float  # ... of softmax passes over attention scores, per unit of T (no flash)
+    score_elements_per_t: float  # N x layers: score elements per token per unit of T (no flash; `SCORE_PASSES`)
     layer_dense_params: float  # all layers: everything but the routed experts
     layer_expert_params: float  # all layers: routed experts
     other_params: float  # embedding, unembedding, final norm
@@ -289,7 +346,7 @@ def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
         elementwise_wide=10.0 * model.d_model * model.layers,
         elementwise_rest=act * (model.dense_layers * model.d_ff + model.moe_layers * moe_width) + rope * model.layers
         + 2.0 * model.routed_experts * model.moe_layers,  # router softmax/top-k: E logits read, E probs written
-        score_elements_per_t=2.0 * model.heads * model.layers,
+        score_elements_per_t=1.0 * model.heads * model.layers,
         layer_dense_params=p.total_params - experts - other,
         layer_expert_params=experts, other_params=other,
         q_width=model.heads * model.head_dim, dense_layers=model.dense_layers, dense_d_ff=model.d_ff,
@@ -431,6 +488,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     full = (remat == POLICIES.index("full")).astype(float)
     # 1: FSDP gathers each layer again for the backward pass; 0: keeps it from the forward pass
     rf = a["reshard_after_forward"].astype(float) if "reshard_after_forward" in a else np.ones_like(dp)
+    pre = a["backward_prefetch"].astype(float) if "backward_prefetch" in a else np.ones_like(dp)
     T, D = float(s.seq_len), float(m.d_model)
     b_act = units.dtype_bytes(s.activation_dtype)
 
@@ -447,17 +505,22 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     remat_tok = np.array(m.remat_flops_per_token)[remat]
     flop_tok = 3 * m.forward_flops_per_token + remat_tok
     rate = s.peak_flops_per_s * s.efficiency
-    # Weight matmuls priced by their shape (`_shape_ratio`); attention matmuls at the flat rate.
+    # Weight matmuls priced by their shape (`_shape_ratio`); attention matmuls at the flat rate, on
+    # the full T x T square where the scores are materialised (`attention_matmul_factor`).
     shapes, inverse = np.unique(np.stack([tok, tp, ep]), axis=1, return_inverse=True)  # few distinct shapes
     ratio = _shape_ratio(m, s.topology.chip, tokens=shapes[0], tp=shapes[1], ep=shapes[2], efficiency=s.efficiency,
                          peak_flops_per_s=s.peak_flops_per_s, dtype_bytes=b_act)[inverse.reshape(-1)]
-    attn_share = m.attention_flops_per_token / m.forward_flops_per_token
-    c_matmul = flop_tok * tok * frac / (tp * rate) * ((1 - attn_share) * ratio + attn_share)
     sel = (remat == POLICIES.index("selective")).astype(float)
     flash = 1.0 if s.flash_attention else 0.0
+    # attention FLOPs per token of the step: forward, backward (twice), and what remat recomputes
+    # (full: the whole forward; selective: the attention core)
+    attn_tok = m.attention_flops_per_token * (3 + full + sel)
+    c_matmul = tok * frac / (tp * rate) * ((flop_tok - attn_tok) * ratio
+                                           + attn_tok * attention_matmul_factor(s.flash_attention))
     passes = 3 + full
     elements = (m.elementwise_wide / np.where(sp > 0, tp, 1.0) + m.elementwise_rest / tp) * passes \
-        + (1 - flash) * m.score_elements_per_t * T / tp * (passes + sel)
+        + (1 - flash) * m.score_elements_per_t * T / tp * (SCORE_PASSES["forward"] * (1 + full + sel)
+                                                             + SCORE_PASSES["backward"])
     # MoE token permutation (Megatron's alltoall dispatcher, module docstring): permute and unpermute,
     # plus the two chunk sorts when a chip holds more than one expert; once forward, once backward
     # (the gradients take the reverse copies), once more with full remat; tok / tp tokens per chip.
@@ -542,7 +605,10 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     other = (np.where(net_tp == net_fsdp, tp_hidden, 0.0) + np.where(net_cp == net_fsdp, cp_hidden, 0.0)) / layers_s
     top_gather = price("all-gather", g["fsdp"], top * s.param_bytes / tp)
     exposed_fsdp_fwd = np.maximum(0.0, g_l + other * fwd_share - c_fwd / layers_s) * layers_s
-    exposed_fsdp_bwd = np.maximum(0.0, rf * g_l + r_l + other * bwd_share - c_bwd / layers_s) * layers_s
+    # Without backward prefetch (PyTorch FSDP's BACKWARD_POST) the next layer's gather is issued
+    # only after this layer's gradients are computed: it waits in every layer (`fsdp_backward_exposed`).
+    exposed_fsdp_bwd = fsdp_backward_exposed(gather_seconds=rf * g_l, scatter_seconds=r_l + other * bwd_share,
+                                             compute_seconds=c_bwd / layers_s, prefetch=pre) * layers_s
     exposed_fsdp = np.where(t_fsdp > 0, g_l + top_gather + exposed_fsdp_fwd + exposed_fsdp_bwd, 0.0)
     stage = c + exposed_tp + t_ep + t_pp + exposed_fsdp + exposed_cp
     bubble_slots = np.where(pp > 1, (pp - 1) / v, 0.0)

@@ -73,6 +73,10 @@ class Strategy(Readable):
     `tp_overlap`: TP collectives overlap the matmuls they feed (XLA's collective matmul, Megatron's
     TP communication overlap), at a compute slowdown while they run, where the TP group stays on
     ICI or NVLink (`scalebook.step`); default off: on the critical path.
+    `backward_prefetch`: in the backward pass FSDP issues the next layer's gather before this
+    layer's gradient computation, hiding it there (PyTorch FSDP's BACKWARD_PRE; the default);
+    False issues it after (BACKWARD_POST, Composer's default), so every layer waits for its gather
+    (`scalebook.step.fsdp_backward_exposed`).
     `reshard_after_forward`: FSDP frees each layer's gathered weights after its forward pass and
     gathers them again for the backward pass (PyTorch FSDP's `reshard_after_forward`, its default);
     False keeps them from forward to backward: one gather per layer and microbatch instead of two,
@@ -101,6 +105,7 @@ class Strategy(Readable):
     flash_attention: bool = True
     tp_overlap: bool = False
     reshard_after_forward: bool = True
+    backward_prefetch: bool = True
     placement: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -108,7 +113,7 @@ class Strategy(Readable):
             _positive_int(name, getattr(self, name))
         if self.microbatch is not None:
             _positive_int("microbatch", self.microbatch)
-        for name in ("sequence_parallel", "flash_attention", "tp_overlap", "reshard_after_forward"):
+        for name in ("sequence_parallel", "flash_attention", "tp_overlap", "reshard_after_forward", "backward_prefetch"):
             require_flag(name, getattr(self, name))
         if isinstance(self.zero, bool) or not isinstance(self.zero, int):
             raise Error(f"zero must be 0, 1 or 2 (the ZeRO stage of the dp part), got {_show(self.zero)}")
@@ -166,6 +171,8 @@ class Strategy(Readable):
             extra.append("TP overlap")
         if not self.reshard_after_forward and self.fsdp > 1:
             extra.append("no reshard")
+        if not self.backward_prefetch and self.fsdp > 1 and self.reshard_after_forward:
+            extra.append("gather after grads")
         if self.pp > 1:
             extra.append(self.schedule + (f" v{self.virtual_stages}" if self.virtual_stages > 1 else ""))
         if self.matmul_dtype != "bf16":

@@ -355,7 +355,8 @@ def arrays(strategies: "list[Strategy]", micro: "list[int]") -> dict[str, np.nda
                 microbatch=np.array(micro), remat=col(lambda s: POLICY_NAMES.index(s.remat)),
                 sp=col(lambda s: int(s.sequence_parallel)), zero=col(lambda s: s.zero),
                 schedule=col(lambda s: step.SCHEDULE_INDEX[s.schedule]), tp_overlap=col(lambda s: int(s.tp_overlap)),
-                reshard_after_forward=col(lambda s: int(s.reshard_after_forward)))
+                reshard_after_forward=col(lambda s: int(s.reshard_after_forward)),
+                backward_prefetch=col(lambda s: int(s.backward_prefetch)))
 
 
 # --- estimate ----------------------------------------------------------------------------------

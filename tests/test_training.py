@@ -138,11 +138,30 @@ def test_memory_bound_work_counts_elementwise_passes_through_hbm():
     assert e.memory_bound_seconds == pytest.approx(3 * forward * 2 * tokens / H100.hbm_bytes_per_s)
 
 
-def test_attention_without_flash_adds_softmax_traffic_that_grows_with_length():
+def test_attention_without_flash_adds_score_traffic_that_grows_with_length():
+    # Megatron-LM's unfused attention, per score element: forward QK^T writes S, the softmax reads S
+    # and writes P, AV reads P (4); backward AV writes dP and reads P, the softmax reads P and dP and
+    # writes dS, QK^T's two gradients read dS (7). N = 16 heads, L = 8 layers, T = 2048, 2 bytes.
     flash = _est(Strategy(dp=8))
     plain = _est(Strategy(dp=8, flash_attention=False))
-    extra = 3 * 2 * 16 * 8 * 2048 * 2 * (64 * 2048 / 8) / H100.hbm_bytes_per_s
+    tokens = 64 * 2048 / 8
+    extra = (4 + 7) * 16 * 8 * 2048 * 2 * tokens / H100.hbm_bytes_per_s
     assert plain.memory_bound_seconds - flash.memory_bound_seconds == pytest.approx(extra)
+    # with full remat the forward's 4 come once more
+    flash_r = _est(Strategy(dp=8, remat="full"))
+    plain_r = _est(Strategy(dp=8, remat="full", flash_attention=False))
+    extra_r = (4 + 7 + 4) * 16 * 8 * 2048 * 2 * tokens / H100.hbm_bytes_per_s
+    assert plain_r.memory_bound_seconds - flash_r.memory_bound_seconds == pytest.approx(extra_r)
+
+
+def test_attention_without_flash_computes_the_whole_square():
+    # QK^T and AV as batched matmuls over T x T do twice the causal FLOPs: the attention matmuls'
+    # time doubles. Causal attention FLOPs per token and layer: 2 x 2 x (T / 2) x N H = 2 T N H.
+    flash = _est(Strategy(dp=8), efficiency=0.5)
+    plain = _est(Strategy(dp=8, flash_attention=False), efficiency=0.5)
+    causal = 2 * 2048 * 16 * 64 * 8  # per token, all layers
+    extra = 3 * causal * (64 * 2048 / 8) / (H100.peak_flops_per_s("bf16") * 0.5)
+    assert plain.matmul_seconds - flash.matmul_seconds == pytest.approx(extra)
 
 
 def test_data_parallel_allreduce_moves_the_gradients_once():

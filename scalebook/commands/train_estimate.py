@@ -50,6 +50,8 @@ def register(sub) -> None:
     p.add_argument("--tp-overlap", action="store_true", help="hide TP collectives behind the matmuls")
     p.add_argument("--no-reshard-after-forward", action="store_true",
                    help="FSDP keeps each layer's gathered weights from forward to backward (one gather, not two)")
+    p.add_argument("--no-backward-prefetch", action="store_true",
+                   help="FSDP gathers the next layer only after this layer's gradients (PyTorch's BACKWARD_POST)")
     p.add_argument("--no-flash-attention", action="store_true",
                    help="attention materialises its scores (memory and softmax traffic grow with T)")
     p.add_argument("--train-tokens", type=positive_number, default=None,
@@ -84,7 +86,8 @@ def run(args) -> int:
                         ep=args.ep, cp=args.cp, microbatch=args.microbatch, sequence_parallel=args.sequence_parallel,
                         schedule=schedule, zero=args.zero, remat=args.remat, matmul_dtype=matmul_dtype(args.dtype),
                         tp_overlap=args.tp_overlap, flash_attention=not args.no_flash_attention,
-                        reshard_after_forward=not args.no_reshard_after_forward)
+                        reshard_after_forward=not args.no_reshard_after_forward,
+                        backward_prefetch=not args.no_backward_prefetch)
     e = training.estimate(model, strategy=strategy, seq_len=args.seq_len, chip=args.chip, chips=args.chips,
                           efficiency=args.efficiency, **batch_kwargs(args))
     data = e.to_dict()
