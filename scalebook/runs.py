@@ -47,7 +47,7 @@ from .models import Transformer, preset
 #: Strategy fields passed to `scalebook.training`, in `estimate_kwargs()["strategy_kwargs"]`.
 _STRATEGY_FIELDS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel",
                     "microbatch", "remat", "zero", "flash_attention", "reshard_after_forward",
-                    "backward_prefetch")
+                    "backward_prefetch", "dropout")
 #: What a run is for: `fit` runs may tune the model's constants, `validation` runs only test it.
 ROLES = ("fit", "validation")
 #: Integer flags of `scalebook train-estimate`, in the order of its contract.
@@ -97,6 +97,8 @@ class PublishedRun(Readable):
     #: FSDP issues the next layer's gather before a layer's gradient computation (True) or after it
     #: (False: PyTorch FSDP's BACKWARD_POST), as the run's framework sets it; None: not stated (before).
     backward_prefetch: bool | None = None
+    #: Trained with dropout (`Strategy.dropout`) as the source states or its framework defaults; None: not stated.
+    dropout: bool | None = None
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -198,6 +200,8 @@ class PublishedRun(Readable):
             args.append("--no-reshard-after-forward")
         if self.backward_prefetch is False:
             args.append("--no-backward-prefetch")
+        if self.dropout:
+            args.append("--dropout")
         if self.microbatch is not None:
             args += ["--microbatch", str(self.microbatch)]
         args += ["--batch-seqs", str(self.batch_seqs), "--seq-len", str(self.seq_len), "--dtype", self.dtype]

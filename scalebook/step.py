@@ -134,9 +134,25 @@ SCHEDULE_INDEX = {"1f1b": 0, "gpipe": 1, "interleaved": 2}
 #: operations, isaev2023calculon). Forward: QK^T
 #: writes S, the softmax reads S and writes P, AV reads P: 4. Backward: AV's input gradient writes
 #: dP and its weight-side gradient reads P, the softmax's backward reads P and dP and writes dS,
-#: and QK^T's two gradients (dQ, dK) each read dS: 7. Attention dropout (a further 2 reads and
-#: writes and a 1-byte mask each way) is not counted.
-SCORE_PASSES = {"forward": 4.0, "backward": 7.0}
+#: and QK^T's two gradients (dQ, dK) each read dS: 7. With dropout on the probabilities
+#: (`Strategy.dropout`), its kernel reads P and writes the dropped P' and a 1-byte mask forward, and
+#: reads the gradient and the mask and writes dP backward: 2 elements and 1 byte each way (counted
+#: in `score_elements`). The residual stream's dropout is fused with its bias and add in Megatron
+#: (its mask bytes are left out).
+SCORE_PASSES = {"forward": 4.0, "backward": 7.0, "dropout": 2.0}
+
+
+def score_elements(*, remat_forwards, dropout: bool, dtype_bytes: float):
+    """Score elements read or written per score, per step, where attention is unfused (`SCORE_PASSES`).
+
+    A forward pass, a backward pass and `remat_forwards` recomputed forward passes (1 for full
+    or selective remat, else 0); with `dropout`, each pass adds 2 elements and a 1-byte mask,
+    1 / `dtype_bytes` of an element.
+    """
+    _require_flag("dropout", dropout)
+    drop = (SCORE_PASSES["dropout"] + 1.0 / dtype_bytes) if dropout else 0.0
+    return (SCORE_PASSES["forward"] + drop) * (1 + np.asarray(remat_forwards, dtype=float)) \
+        + SCORE_PASSES["backward"] + drop
 
 
 def fsdp_backward_exposed(*, gather_seconds, scatter_seconds, compute_seconds, prefetch):
@@ -459,6 +475,7 @@ class Setting:
     flash_attention: bool
     activation_dtype: str
     tp_overlap_slowdown: float = 0.0  # compute lost per second of TP traffic hidden behind matmuls
+    dropout: bool = False  # dropout masks saved; a dropout pass over unfused attention scores
 
 
 def _act_table(setting: Setting, cps: np.ndarray) -> np.ndarray:
@@ -468,7 +485,7 @@ def _act_table(setting: Setting, cps: np.ndarray) -> np.ndarray:
         for j, pol in enumerate(POLICIES):
             out[i, j] = activation_bytes_per_token(
                 setting.model, seq_len=max(1, setting.seq_len // int(cp)), policy=REMAT[pol],
-                dtype=setting.activation_dtype, flash=setting.flash_attention)
+                dtype=setting.activation_dtype, flash=setting.flash_attention, dropout=setting.dropout)
     return out
 
 
@@ -519,8 +536,8 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
                                            + attn_tok * attention_matmul_factor(s.flash_attention))
     passes = 3 + full
     elements = (m.elementwise_wide / np.where(sp > 0, tp, 1.0) + m.elementwise_rest / tp) * passes \
-        + (1 - flash) * m.score_elements_per_t * T / tp * (SCORE_PASSES["forward"] * (1 + full + sel)
-                                                             + SCORE_PASSES["backward"])
+        + (1 - flash) * m.score_elements_per_t * T / tp * score_elements(
+            remat_forwards=full + sel, dropout=s.dropout, dtype_bytes=b_act)
     # MoE token permutation (Megatron's alltoall dispatcher, module docstring): permute and unpermute,
     # plus the two chunk sorts when a chip holds more than one expert; once forward, once backward
     # (the gradients take the reverse copies), once more with full remat; tok / tp tokens per chip.

@@ -77,6 +77,10 @@ class Strategy(Readable):
     layer's gradient computation, hiding it there (PyTorch FSDP's BACKWARD_PRE; the default);
     False issues it after (BACKWARD_POST, Composer's default), so every layer waits for its gather
     (`scalebook.step.fsdp_backward_exposed`).
+    `dropout`: the model trains with dropout on the attention probabilities and the residual
+    stream (Megatron-LM's default of 0.1): the 1-byte masks are saved where the layer's activations
+    are (Korthikanti et al. 2022), and unfused attention pays a dropout pass over its scores each
+    way (`scalebook.step.SCORE_PASSES`). Default off.
     `reshard_after_forward`: FSDP frees each layer's gathered weights after its forward pass and
     gathers them again for the backward pass (PyTorch FSDP's `reshard_after_forward`, its default);
     False keeps them from forward to backward: one gather per layer and microbatch instead of two,
@@ -106,6 +110,7 @@ class Strategy(Readable):
     tp_overlap: bool = False
     reshard_after_forward: bool = True
     backward_prefetch: bool = True
+    dropout: bool = False
     placement: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -113,7 +118,8 @@ class Strategy(Readable):
             _positive_int(name, getattr(self, name))
         if self.microbatch is not None:
             _positive_int("microbatch", self.microbatch)
-        for name in ("sequence_parallel", "flash_attention", "tp_overlap", "reshard_after_forward", "backward_prefetch"):
+        for name in ("sequence_parallel", "flash_attention", "tp_overlap", "reshard_after_forward", "backward_prefetch",
+                     "dropout"):
             require_flag(name, getattr(self, name))
         if isinstance(self.zero, bool) or not isinstance(self.zero, int):
             raise Error(f"zero must be 0, 1 or 2 (the ZeRO stage of the dp part), got {_show(self.zero)}")
@@ -175,6 +181,8 @@ class Strategy(Readable):
             extra.append("gather after grads")
         if self.pp > 1:
             extra.append(self.schedule + (f" v{self.virtual_stages}" if self.virtual_stages > 1 else ""))
+        if self.dropout:
+            extra.append("dropout")
         if self.matmul_dtype != "bf16":
             extra.append(self.matmul_dtype)
         body = " x ".join(parts) or "1 chip"

@@ -332,7 +332,7 @@ def setting(model: Transformer, *, topology: Topology, strategy: Strategy, batch
         param_bytes=b(s.param_dtype), grad_bytes=b(s.grad_dtype),
         optimizer_bytes_per_param=2 * b(s.optimizer_dtype) + master, activation_bytes=b(s.activation_dtype),
         flash_attention=s.flash_attention, activation_dtype=s.activation_dtype,
-        tp_overlap_slowdown=tp_overlap_slowdown())
+        tp_overlap_slowdown=tp_overlap_slowdown(), dropout=s.dropout)
 
 
 def tp_overlap_slowdown() -> float:

@@ -52,6 +52,8 @@ def register(sub) -> None:
                    help="FSDP keeps each layer's gathered weights from forward to backward (one gather, not two)")
     p.add_argument("--no-backward-prefetch", action="store_true",
                    help="FSDP gathers the next layer only after this layer's gradients (PyTorch's BACKWARD_POST)")
+    p.add_argument("--dropout", action="store_true",
+                   help="dropout on attention probabilities and residuals (masks saved; a pass over unfused scores)")
     p.add_argument("--no-flash-attention", action="store_true",
                    help="attention materialises its scores (memory and softmax traffic grow with T)")
     p.add_argument("--train-tokens", type=positive_number, default=None,
@@ -87,7 +89,7 @@ def run(args) -> int:
                         schedule=schedule, zero=args.zero, remat=args.remat, matmul_dtype=matmul_dtype(args.dtype),
                         tp_overlap=args.tp_overlap, flash_attention=not args.no_flash_attention,
                         reshard_after_forward=not args.no_reshard_after_forward,
-                        backward_prefetch=not args.no_backward_prefetch)
+                        backward_prefetch=not args.no_backward_prefetch, dropout=args.dropout)
     e = training.estimate(model, strategy=strategy, seq_len=args.seq_len, chip=args.chip, chips=args.chips,
                           efficiency=args.efficiency, **batch_kwargs(args))
     data = e.to_dict()
