@@ -36,7 +36,9 @@ flat rate). `eff_kernel` is then `training.default_efficiency`, refitted with
 `tools/fit_efficiency.py`. On the published runs (validation rows only) this lowered the median
 error from 9.3% to 8.3% (A100 8.6% to 7.3%); it does not explain the small models that run
 slower than predicted on H100 (MPT, +25..80%), whose matmuls fill their waves, nor the small
-Megatron models on A100 (+36% at 1.7B). `training.critical_batch_per_chip` solves its threshold
+Megatron models on A100 (+36% at 1.7B); those came closer (+9% at 1.7B) once `scalebook.step`
+priced their unfused attention as Megatron-LM ran it (the whole T x T square, each score's reads
+and writes, the dropout pass). `training.critical_batch_per_chip` solves its threshold
 numerically, since compute is no longer linear in the batch.
 Everything is vectorised over numpy arrays of M, K and N (the planner prices thousands of
 strategies at once).

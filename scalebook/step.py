@@ -19,7 +19,8 @@ per microbatch on a chip, L_s = ceil(L / pp) layers on a stage and f its share L
 - without flash attention (scores materialised, as Megatron-LM's attention of 2021 runs them:
   `SCORE_PASSES`), each of the N T scores per token and layer is read or written 4 times in a
   forward pass (QK^T, softmax, AV) and 7 times in a backward pass, with the forward's count again
-  for remat (full, or selective: the attention core), also memory-bound work; and QK^T and AV
+  for remat (full, or selective: the attention core), and with dropout (`Strategy.dropout`) a
+  dropout pass each way, also memory-bound work; and QK^T and AV
   compute the whole T x T square before the mask, so the attention matmuls take twice their
   causal FLOPs' time (`attention_matmul_factor`);
 - TP: (4 + 2 if full remat) AllReduces of tok x D activations per layer over tp (sequence
