@@ -120,6 +120,7 @@ from . import transformer as tr
 from .errors import model as _as_model
 from .errors import require_flag as _require_flag
 from .errors import MAX_TOKENS, Error as _Error, _show, require_count as _require_count
+from .errors import require_non_negative, require_positive
 from . import units
 from .models import Transformer
 from .strategy import REMAT, Placement
@@ -143,21 +144,30 @@ SCHEDULE_INDEX = {"1f1b": 0, "gpipe": 1, "interleaved": 2}
 SCORE_PASSES = {"forward": 4.0, "backward": 7.0, "dropout": 2.0}
 
 
-def score_elements(*, remat_forwards, dropout: bool, dtype_bytes: float):
+def score_elements(*, remat_forwards: int, dropout: bool, dtype_bytes: float) -> float:
     """Score elements read or written per score, per step, where attention is unfused (`SCORE_PASSES`).
 
     A forward pass, a backward pass and `remat_forwards` recomputed forward passes (1 for full
     or selective remat, else 0); with `dropout`, each pass adds 2 elements and a 1-byte mask,
-    1 / `dtype_bytes` of an element.
+    1 / `dtype_bytes` of an element:
+
+        (4 + d) (1 + remat_forwards) + 7 + d,   d = 2 + 1 / dtype_bytes with dropout, else 0
     """
+    _require_count("remat_forwards", remat_forwards, minimum=0, maximum=1)
     _require_flag("dropout", dropout)
+    require_positive(dtype_bytes=dtype_bytes)
+    return float(_score_elements(remat_forwards, dropout, float(dtype_bytes)))
+
+
+def _score_elements(remat_forwards, dropout: bool, dtype_bytes: float):
     drop = (SCORE_PASSES["dropout"] + 1.0 / dtype_bytes) if dropout else 0.0
     return (SCORE_PASSES["forward"] + drop) * (1 + np.asarray(remat_forwards, dtype=float)) \
         + SCORE_PASSES["backward"] + drop
 
 
-def fsdp_backward_exposed(*, gather_seconds, scatter_seconds, compute_seconds, prefetch):
-    """Seconds of one layer's FSDP traffic that its backward pass cannot hide (arrays broadcast).
+def fsdp_backward_exposed(*, gather_seconds: float, scatter_seconds: float, compute_seconds: float,
+                          prefetch: bool) -> float:
+    """Seconds of one layer's FSDP traffic that its backward pass cannot hide.
 
     In the backward pass each layer needs the next layer's weights gathered (`gather_seconds`;
     zero when the weights were kept from the forward pass) and sends its own gradients'
@@ -175,6 +185,15 @@ def fsdp_backward_exposed(*, gather_seconds, scatter_seconds, compute_seconds, p
 
         exposed = gather + max(0, scatter - compute)
     """
+    require_non_negative(gather_seconds=gather_seconds, scatter_seconds=scatter_seconds,
+                         compute_seconds=compute_seconds)
+    _require_flag("prefetch", prefetch)
+    return float(_fsdp_backward_exposed(float(gather_seconds), float(scatter_seconds), float(compute_seconds),
+                                        1.0 if prefetch else 0.0))
+
+
+def _fsdp_backward_exposed(gather_seconds, scatter_seconds, compute_seconds, prefetch):
+    """`fsdp_backward_exposed` on arrays (pre-validated; `prefetch` as 0/1)."""
     pre = np.asarray(prefetch, dtype=float)
     return np.where(pre > 0, np.maximum(0.0, gather_seconds + scatter_seconds - compute_seconds),
                     gather_seconds + np.maximum(0.0, scatter_seconds - compute_seconds))
@@ -537,8 +556,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
                                            + attn_tok * attention_matmul_factor(s.flash_attention))
     passes = 3 + full
     elements = (m.elementwise_wide / np.where(sp > 0, tp, 1.0) + m.elementwise_rest / tp) * passes \
-        + (1 - flash) * m.score_elements_per_t * T / tp * score_elements(
-            remat_forwards=full + sel, dropout=s.dropout, dtype_bytes=b_act)
+        + (1 - flash) * m.score_elements_per_t * T / tp * _score_elements(full + sel, s.dropout, b_act)
     # MoE token permutation (Megatron's alltoall dispatcher, module docstring): permute and unpermute,
     # plus the two chunk sorts when a chip holds more than one expert; once forward, once backward
     # (the gradients take the reverse copies), once more with full remat; tok / tp tokens per chip.
@@ -625,8 +643,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     exposed_fsdp_fwd = np.maximum(0.0, g_l + other * fwd_share - c_fwd / layers_s) * layers_s
     # Without backward prefetch (PyTorch FSDP's BACKWARD_POST) the next layer's gather is issued
     # only after this layer's gradients are computed: it waits in every layer (`fsdp_backward_exposed`).
-    exposed_fsdp_bwd = fsdp_backward_exposed(gather_seconds=rf * g_l, scatter_seconds=r_l + other * bwd_share,
-                                             compute_seconds=c_bwd / layers_s, prefetch=pre) * layers_s
+    exposed_fsdp_bwd = _fsdp_backward_exposed(rf * g_l, r_l + other * bwd_share, c_bwd / layers_s, pre) * layers_s
     exposed_fsdp = np.where(t_fsdp > 0, g_l + top_gather + exposed_fsdp_fwd + exposed_fsdp_bwd, 0.0)
     stage = c + exposed_tp + t_ep + t_pp + exposed_fsdp + exposed_cp
     bubble_slots = np.where(pp > 1, (pp - 1) / v, 0.0)
