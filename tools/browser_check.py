@@ -254,7 +254,7 @@ def check_solutions(page, base: str, name: str, problems: list[str]) -> None:
 # ------------------------------------------------------------------ interactive figures (issue 22)
 INTERACTIVE_JS = """(fig) => {
   const view = fig.scalebookView;
-  const texts = Array.from(fig.querySelectorAll('.sb-chart svg g.mark-text.role-mark text')).map(t => t.textContent);
+  const texts = Array.from(fig.querySelectorAll('.sb-chart svg g.mark-text.role-mark text, .sb-readout')).map(t => t.textContent);
   const signals = {};
   for (const name of JSON.parse(fig.dataset.controls)) signals[name] = view.signal(name);
   return {texts, signals};
