@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = ["01-rooflines", "02b-gpus", "04-transformers"]
 STILL_PRINTED = {
     "01-rooflines": set(),
-    "02b-gpus": {"2g.2", "2g.6", "2g.7", "2g.8", "2g.10"},  # page not owned here: reported
+    "02b-gpus": set(),
     "04-transformers": set(),
 }
 
