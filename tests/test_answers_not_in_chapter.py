@@ -137,7 +137,8 @@ def test_a_small_whole_number_counts_only_next_to_its_unit():
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_no_problem_key_is_printed_in_its_chapter(page):
-    leaks = leaks_in(page, chapter_text(page))
+    text = chapter_text(page)
+    leaks = leaks_in(page, text)
     new = [msg for pid, msg in leaks.items() if pid not in STILL_PRINTED[page]]
     assert not new, "problem keys printed in the chapter:\n" + "\n".join(new)
     fixed = set(STILL_PRINTED[page]) - set(leaks)
