@@ -40,6 +40,7 @@ COINCIDENT = {
     # problem id: words around the other quantity the chapter prints with the key's digits
     "2.11": "a v5e chip gets 3.12 GB/s",  # a DCN share per chip; the key is a weight read in ms
     "7.9": "with 90%, 1.40 times",  # prefix caching's throughput gain; the key is speculation's speedup
+    "4.14": "15.4 kFLOP",  # rotary embeddings per token and layer; the key is PFLOP of attention matmuls
     "9.2": "262 kB for 16.4 kB",  # a padded tile's bytes; the key is an AllReduce's array (also 2^18 B)
 }
 
