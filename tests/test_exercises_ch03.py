@@ -47,7 +47,7 @@ HAND = {
     # the ReduceScatter of the weight gradient, V = 8192 x 32768 x 2 B, over 16 with a wraparound, in ms
     "3.15": (8 * 1e-6 + 8192 * 32768 * 2 * 15 / 16 / 90e9) * 1e3,  # 8 hops
     # C's block [512/4, 640] fp32 = 327.7 kB is smaller than A's gathered block [128, 1024] = 524 kB, so XLA
-    # reduces C: AllReduce over Y (N = 2): 2 V (1/2) = V, in kB
+    # reduces O: AllReduce over Y (N = 2): 2 V (1/2) = V, in kB
     "3.16": 128 * 640 * 4 / 1e3,
     # weights over X only: 2 x 4096 x 16384 x 2 B / 4 = 67 MB > 50 MB; over XY 33.5 MB fits. The first matmul
     # is free (case 1); the second ReduceScatters Out[B, 4096] bf16 over X and Y (4x2, no wraparound:
@@ -122,7 +122,7 @@ def test_problem_specific_slips():
     # 3.9 by the large-N rule: the line's W_1 equals the ring's W, 90 GB/s
     assert "large-N" in check("3.9", 90).message
     assert "round down" in check("3.13", HAND["3.13"] + 1).message
-    assert "reduces C" in check("3.16", 128 * 1024 * 4 / 2 / 1e3).message
+    assert "reduces O" in check("3.16", 128 * 1024 * 4 / 2 / 1e3).message
     # as a ring: 4 hops x 1 us x 90 GB/s x 8/7
     assert "no wraparound" in check("3.3", 4 * 1e-6 * 90e9 * 8 / 7 / 1e3).message
     # 3.19 without the hops' latency: 100 us x 90 GB/s x 16/15

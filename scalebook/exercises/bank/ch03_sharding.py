@@ -180,10 +180,10 @@ def backward_of_gather(chip_name, shape, axis, d_model, d_ff, dtype):
     return collectives.reduce_scatter(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS
 
 
-@problem("3.16", title="What XLA sends", unit="kB", spec="A[I_X, J_Y] @ B[J, K] -> C[I_X, K]",
+@problem("3.16", title="What XLA sends", unit="kB", spec="A[I_X, J_Y] @ B[J, K] -> O[I_X, K]",
          mesh={"X": 4, "Y": 2}, dims={"I": 512, "J": 1024, "K": 640}, dtype="fp32",
-         slips={0.8: "that is what gathering A sends; XLA compares the sizes of the arrays, and C's block is "
-                     "smaller than A's gathered block, so it reduces C"},
+         slips={0.8: "that is what gathering A sends; XLA compares the sizes of the arrays, and O's block is "
+                     "smaller than A's gathered block, so it reduces O"},
          hint="XLA picks the decomposition whose gathered or reduced arrays are smaller in total; then count "
               "what each device sends for it (an AllReduce sends 2 V (N - 1) / N)")
 def xla_sends(spec, mesh, dims, dtype):
