@@ -34,7 +34,6 @@ PAGES = ["01-rooflines", "02-accelerators", "02b-gpus", "03-sharding", "04-trans
 STILL_PRINTED = {page: {} for page in PAGES} | {
     # problem id: where the chapter prints its key (page not rewritten here; its numbers may still change)
     "06-training-llama": {"6.4": "the planner's listing of the 70B layouts on 4096 v5p chips: its best step time"},
-    "08-serving-llama": {"8.15": "the table of deployments: the 'fp8 MLP, bf16 attention (Meta's recipe)' row's batch"},
 }
 COINCIDENT = {
     # problem id: words around the other quantity the chapter prints with the key's digits
