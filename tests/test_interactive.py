@@ -736,3 +736,132 @@ def test_new_figures_live_in_a_kernel_match_the_grid(name, setting):
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert printed.strip() == repr(interactive.figures()[name].readout(**setting))
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
+
+
+# ================================================================== helper interactive3: chapters 6 and 11
+# ------------------------------------------------------------------ chapter 6: the planner's front
+# Peaks (dense bf16, as in scalebook/data): TPU v5p 459 TFLOP/s (Google Cloud's v5p page), H100 SXM
+# 990 TFLOP/s (NVIDIA's H100 datasheet); HBM 95 GiB and 80 GB.
+V5P_PEAK, H100_PEAK = 459e12, 990e12
+PLAN_T, PLAN_BATCH, PLAN_TOKENS = 8192, 2 ** 24, 15e12
+
+
+@pytest.fixture(scope="module")
+def plan_fig():
+    return interactive.plan_front()
+
+
+def _plan_points(fig, **setting):
+    return [r for r in fig.rows(**setting) if r["kind"] == "point"]
+
+
+def _plan_best(fig, **setting):
+    (best,) = [r for r in _plan_points(fig, **setting) if r["best"]]
+    return best
+
+
+def _forward_flops_per_token_70b(seq_len):
+    """Matmul FLOPs of one token's forward pass: 2 per weight of the layers and the output layer
+    (the embedding lookup is free), plus causal attention scores over seq_len / 2 keys on
+    average, QK^T and AV: 2 (T/2) N_q (2H) per layer."""
+    return 2 * (ATTN70 + MLP70) + 2 * D70 * V70 + L70 * 2 * (seq_len / 2) * NQ70 * 2 * H70
+
+
+@pytest.mark.parametrize("chip,peak", [("tpu-v5p", V5P_PEAK), ("h100", H100_PEAK)])
+def test_plan_best_mfu_and_days_by_hand(plan_fig, chip, peak):
+    """LLaMA-3 70B on 4096 chips: a step of 2^24 tokens does 3 x forward FLOPs per token (forward
+    and a backward of twice the forward); MFU is that over 4096 x peak x the step time, and the
+    run is 15e12 / 2^24 steps of that time."""
+    from scalebook.interactive import planning
+
+    b = planning.front("llama3-70b", chip, 4096, PLAN_BATCH).best[0]
+    flops = 3 * _forward_flops_per_token_70b(PLAN_T) * PLAN_BATCH
+    mfu = flops / (4096 * peak * b.step_seconds)
+    days = PLAN_TOKENS / PLAN_BATCH * b.step_seconds / 86400
+    best = _plan_best(plan_fig, model="llama3-70b", chip=chip, chips=4096)
+    assert best["mfu"] == round(100 * mfu)
+    assert best["days"] == pytest.approx(days, rel=1e-3)
+    assert best["gb"] == pytest.approx(b.memory.bytes / 1e9, rel=1e-3)
+    assert f"MFU {100 * mfu:.0f}%" in plan_fig.readout(model="llama3-70b", chip=chip, chips=4096)
+    assert f"{days:,.0f} days for 15T tokens" in plan_fig.readout(model="llama3-70b", chip=chip, chips=4096)
+
+
+@pytest.mark.parametrize("chip,hbm_gb", [("tpu-v5p", 95 * 2 ** 30 / 1e9), ("h100", 80)])
+def test_plan_hbm_line_is_the_chips_hbm_and_every_plan_is_under_it(plan_fig, chip, hbm_gb):
+    rows = plan_fig.rows(model="llama3-405b", chip=chip, chips=1024)
+    (hbm,) = [r for r in rows if r["kind"] == "hbm"]
+    assert hbm["gb"] == pytest.approx(hbm_gb, rel=1e-3)
+    assert all(p["gb"] <= hbm["gb"] for p in rows if p["kind"] == "point")
+
+
+def test_plan_points_are_a_pareto_front_with_the_fastest_marked(plan_fig):
+    """On a front, more memory buys less time: sorted by memory, the days never rise (rounded to 4
+    digits, neighbours may tie), no two plans hold the same memory, and the marked plan is the
+    fastest (the rightmost, lowest point)."""
+    for chip in ("tpu-v5p", "h100"):
+        pts = sorted(_plan_points(plan_fig, model="llama3-8b", chip=chip, chips=16384), key=lambda p: p["gb"])
+        days = [p["days"] for p in pts]
+        assert days == sorted(days, reverse=True) and days[0] > days[-1]
+        assert len({p["gb"] for p in pts}) == len(pts)
+        assert pts[-1]["best"] and sum(p["best"] for p in pts) == 1
+
+
+@pytest.mark.parametrize("setting", [dict(model="llama3-8b", chip="h100", chips=1024),
+                                     dict(model="llama3-405b", chip="tpu-v5p", chips=16384)])
+def test_plan_grid_equals_direct_package_calls(plan_fig, setting):
+    from scalebook import planner
+
+    p = planner.plan(setting["model"], chip=setting["chip"], chips=setting["chips"], batch_tokens=PLAN_BATCH,
+                     seq_len=PLAN_T, top=1)
+    grid = [r for r in plan_fig.grid() if r["kind"] == "point"
+            and all(r[k] == v for k, v in setting.items())]
+    assert [r["plan"] for r in grid] == [e.strategy.label() for e in p.pareto]
+    assert [r["days"] for r in grid] == pytest.approx([e.days(PLAN_TOKENS) for e in p.pareto], rel=1e-3)
+    assert [r["gb"] for r in grid] == pytest.approx([e.memory.bytes / 1e9 for e in p.pareto], rel=1e-3)
+    assert grid[0]["plan"] == p.best[0].strategy.label() and grid[0]["best"]
+    assert f"{p.fitting:,} of {p.considered:,} strategies fit" in plan_fig.readout(**setting)
+
+
+def test_plan_caption_claims_hold_on_the_grid(plan_fig):
+    """What the caption tells the reader to try: more chips, fewer days; on H100 the fastest plan
+    has plain DP beside FSDP; 405B on H100 needs pipeline stages."""
+    from scalebook.interactive import planning
+
+    for model in planning.MODELS:
+        for chip in planning.CHIPS:
+            days = [_plan_best(plan_fig, model=model, chip=chip, chips=n)["days"] for n in planning.CHIP_COUNTS]
+            assert days == sorted(days, reverse=True)
+            for n in planning.CHIP_COUNTS:
+                s = planning.front(model, chip, n, PLAN_BATCH).best[0].strategy
+                if chip == "h100":
+                    assert s.dp > 1 and s.fsdp * s.dp > 1
+                    assert s.pp > 1 or model != "llama3-405b"
+
+
+def test_plan_a_budget_with_no_fitting_plan_says_why(plan_fig):
+    """405B's 16 bytes of training state per parameter, 6.5 TB, cannot fit on 8 H100s of 80 GB."""
+    assert 16 * 405e9 > 8 * 80e9
+    rows = plan_fig.compute(model="llama3-405b", chip="h100", chips=8)
+    assert [r["kind"] for r in rows] == ["hbm", "readout"]
+    assert "\nno plan: no strategy fits" in rows[-1]["text"]
+
+
+def test_plan_readout_has_no_e_notation_or_long_floats(plan_fig):
+    for row in plan_fig.grid():
+        if row["kind"] == "readout":
+            assert not re.search(r"\de[+-]?\d|\d\.\d{4,}", row["text"]), row["text"]
+
+
+def test_plan_hbm_is_kept_once_per_chip(plan_fig):
+    hbm = [r for r in plan_fig.grid() if r["kind"] == "hbm"]
+    assert sorted(r["chip"] for r in hbm) == ["h100", "tpu-v5p"]
+    assert all("model" not in r and "chips" not in r for r in hbm)
+
+
+def test_plan_live_matches_the_grid(plan_fig):
+    live = plan_fig.live()
+    live.set(model="llama3-405b", chip="h100", chips=4096)
+    grid = [r for r in plan_fig.grid() if r.get("chip") == "h100" and r.get("model") in (None, "llama3-405b")
+            and r.get("chips") in (None, 4096)]
+    assert sorted(map(json.dumps, live.rows)) == sorted(map(json.dumps, grid))
+    assert live.readout == plan_fig.readout(model="llama3-405b", chip="h100", chips=4096)
