@@ -46,6 +46,13 @@ def _days(days: float) -> str:
     return f"{days:.1f} days" if days < 10 else f"{days:,.0f} days"
 
 
+def _wrap(text: str) -> str:
+    """A long message on lines of at most 90 characters (the readout is as wide as the chart)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, 90))
+
+
 def _model_label(model: str) -> str:
     return MODEL_LABELS[MODELS.index(model)] if model in MODELS else models.preset(model).name
 
@@ -60,14 +67,14 @@ def compute(model: str, chip: str, chips: int, batch_tokens: float = BATCH_TOKEN
     try:
         p = front(model, chip, chips, batch_tokens)
     except Error as err:  # no strategy fits or splits the batch: say why, draw only the HBM line
-        return [hbm, {"kind": "readout", "text": f"{head}\nno plan: {err}"}]
+        return [hbm, {"kind": "readout", "text": f"{head}\nno plan: {_wrap(str(err))}"}]
     points = [{"kind": "point", "gb": _round(e.memory.bytes / 1e9), "days": _round(e.days(TOKENS)),
                "mfu": round(100 * e.mfu), "plan": e.strategy.label(), "best": i == 0}
               for i, e in enumerate(p.pareto)]
     b = p.best[0]
     f = units.format_quantity
     plans = "plan" if len(p.pareto) == 1 else "plans"
-    text = (f"{head}: {p.fitting:,} of {p.considered:,} strategies fit, {len(p.pareto):,} {plans} on the front\n"
+    text = (f"{head}\n{p.fitting:,} of {p.considered:,} strategies fit, {len(p.pareto):,} {plans} on the front\n"
             f"fastest {b.strategy.label()}: step {f(b.step_seconds, 's')}, MFU {100 * b.mfu:.0f}%, "
             f"{f(b.memory.bytes, 'B')} per chip, {_days(b.days(TOKENS))} for {TOKENS / 1e12:.0f}T tokens")
     return points + [hbm, {"kind": "readout", "text": text}]
@@ -81,7 +88,8 @@ def chart(rows: list[dict], filters: bool):
     base = alt.Chart(alt.Data(values=rows))
     where = FIGURE.filter_expression if filters else (lambda extra="": extra)
     x = alt.X("gb:Q", title="memory per chip (GB); dashed: HBM", scale=alt.Scale(zero=True))
-    y = alt.Y("days:Q", title="days to train on 15T tokens", scale=alt.Scale(type="log", zero=False))
+    y = alt.Y("days:Q", title=f"days to train on {TOKENS / 1e12:.0f}T tokens",
+              scale=alt.Scale(type="log", zero=False, nice=False, padding=8))
     points = base.transform_filter(where("datum.kind == 'point'"))
     line = points.mark_line(color="#999999", interpolate="step-after", aria=False).encode(x=x, y=y, order="gb:Q")
     dots = points.mark_circle(opacity=1).encode(
@@ -96,9 +104,9 @@ def chart(rows: list[dict], filters: bool):
     hbm = base.transform_filter(where("datum.kind == 'hbm'")).mark_rule(
         color="black", strokeDash=[4, 3], aria=False).encode(x="gb:Q")
     readout = base.transform_filter(where("datum.kind == 'readout'")).mark_text(
-        align="left", baseline="bottom", lineBreak="\n", fontSize=11).encode(
-        x=alt.value(0), y=alt.value(-8), text="text:N")
-    return alt.layer(line, dots, hbm, readout).properties(width=480, height=260, padding={"top": 50})
+        align="left", baseline="top", lineBreak="\n", fontSize=11).encode(
+        x=alt.value(0), y=alt.value(-66), text="text:N")  # lines run down from the first
+    return alt.layer(line, dots, hbm, readout).properties(width=480, height=260, padding={"top": 70})
 
 
 def static(model: str, chip: str, chips: int, batch_tokens: float = BATCH_TOKENS):
