@@ -1031,3 +1031,10 @@ def test_plan_and_cheat_live_in_a_kernel_match_the_grid(name, setting):
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert printed.strip() == repr(interactive.figures()[name].readout(**setting))
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
+
+
+@pytest.mark.parametrize("kwargs,match", [({"chips": 0}, "chips"), ({"chips": 4.0}, "chips"),
+                                          ({"batch_tokens": -1}, "batch_tokens"), ({"chip": "tpu-v9"}, "tpu-v9")])
+def test_plan_bad_input_names_the_argument(plan_fig, kwargs, match):
+    with pytest.raises(Error, match=match):
+        plan_fig.compute(**{"model": "llama3-8b", "chip": "h100", "chips": 1024, **kwargs})

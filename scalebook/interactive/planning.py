@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 
 from .. import hardware, models, planner, units
-from ..errors import Error
+from ..errors import MAX_CHIPS, MAX_TOKENS, Error, require_count, require_positive
 from ._figure import InteractiveFigure, select, slider
 
 MODELS = ("llama3-8b", "llama3-70b", "llama3-405b")
@@ -61,6 +61,10 @@ def compute(model: str, chip: str, chips: int, batch_tokens: float = BATCH_TOKEN
     """One point per plan on the front (memory per chip in GB, days to train, MFU in %, the
     strategy; `best` marks the fastest), the chip's HBM, and the readout."""
     c = hardware.chip(chip)
+    require_count("chips", chips, maximum=MAX_CHIPS)
+    require_positive(batch_tokens=batch_tokens)
+    if batch_tokens > MAX_TOKENS:
+        raise Error(f"batch_tokens must be at most {MAX_TOKENS:,} tokens, got {batch_tokens!r}")
     head = (f"{_model_label(model)} on {chips:,} {c.display_name}, {batch_tokens / 2 ** 20:,.0f}M-token batch "
             f"of {SEQ_LEN:,}-token sequences")
     hbm = {"kind": "hbm", "gb": _round(c.hbm_bytes / 1e9), "on": ["chip"]}
