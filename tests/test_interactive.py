@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape as html_escape
 
 import pytest
 
@@ -99,7 +100,7 @@ def test_each_figure_fits_its_page_budget(name):
 
 def test_site_spec_embeds_the_grid_and_binds_one_input_per_control(fig):
     spec = fig.site_chart().to_dict()
-    assert spec["data"]["values"] == json.loads(json.dumps(fig.grid()))  # once, shared by the layers
+    assert spec["data"]["values"] == json.loads(json.dumps(fig.chart_rows(fig.grid())))  # once, shared by the layers
     assert all("data" not in layer for layer in spec["layer"])
     params = {p["name"]: p for p in spec["params"]}
     assert params["chip"]["bind"]["input"] == "select" and params["chip"]["value"] == "tpu-v5e"
@@ -116,6 +117,26 @@ def test_site_html_loads_only_the_sites_own_scripts(fig):
         assert script in html
     assert '<img class="sb-fallback" src="data:image/png;base64,' in html
     assert "</script" not in _site.spec_json(fig).lower()
+
+
+def test_chart_data_leaves_out_the_readout_text_which_the_page_prints(fig):
+    rows = fig.chart_rows(fig.grid())
+    assert not any("text" in r for r in rows if r["kind"] == "readout")
+    assert any(r["kind"] == "readout" for r in rows)  # the point it marks stays
+
+
+def test_site_readouts_cover_every_setting_keyed_by_control_positions(fig):
+    table = json.loads(re.search(r'class="sb-readouts">(.*?)</script>', fig.site_html()).group(1))
+    assert [c["name"] for c in table["controls"]] == ["chip", "dtype", "batch"]
+    assert len(table["texts"]) == len(fig.settings())
+    chip = fig.control("chip").values.index("h200")
+    dtype = fig.control("dtype").values.index("fp8")
+    assert table["texts"][f"{chip},{dtype},9"] == fig.readout(chip="h200", dtype="fp8", batch=512)
+
+
+def test_site_html_prints_the_default_readout_line_by_line(fig):
+    first, second = fig.readout(**fig.default_setting).split("\n")
+    assert f'aria-live="polite">{html_escape(first)}<br>{html_escape(second)}</p>' in fig.site_html()
 
 
 def test_filter_keeps_exactly_one_settings_rows(fig):
