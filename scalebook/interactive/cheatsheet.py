@@ -190,7 +190,8 @@ def compute(chip: str, dtype: str) -> list[dict]:
 
 
 def chart(rows: list[dict], filters: bool):
-    """The table: three columns of text marks (rule, value, chapter) under the readout."""
+    """The table: three columns of text marks (rule, value, chapter), every other row shaded (the
+    page prints the readout above it)."""
     import altair as alt
 
     base = alt.Chart(alt.Data(values=rows))
@@ -207,11 +208,7 @@ def chart(rows: list[dict], filters: bool):
     ch = column("ch", 520, color="#555555", aria=False)
     stripes = picked.transform_filter("datum.i % 2 == 0").mark_rect(color="#f2f2f2", aria=False).encode(
         y=y, x=alt.value(-4), x2=alt.value(580))
-    readout = base.transform_filter(where("datum.kind == 'readout'")).mark_text(
-        align="left", baseline="bottom", lineBreak="\n", fontSize=12, fontWeight="bold").encode(
-        x=alt.value(0), y=alt.value(-8), text="text:N")
-    return alt.layer(stripes, rule, value, ch, readout).properties(
-        width=580, height=alt.Step(32), padding={"top": 60}).configure_view(stroke=None)
+    return alt.layer(stripes, rule, value, ch).properties(width=580, height=alt.Step(32)).configure_view(stroke=None)
 
 
 def static(chip: str, dtype: str):

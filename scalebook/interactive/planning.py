@@ -79,14 +79,14 @@ def compute(model: str, chip: str, chips: int, batch_tokens: float = BATCH_TOKEN
     f = units.format_quantity
     plans = "plan" if len(p.pareto) == 1 else "plans"
     text = (f"{head}\n{p.fitting:,} of {p.considered:,} strategies fit, {len(p.pareto):,} {plans} on the front\n"
-            f"fastest {b.strategy.label()}: step {f(b.step_seconds, 's')}, MFU {100 * b.mfu:.0f}%, "
+            f"fastest {b.strategy.label()}: step {f(b.step_seconds, 's')}, MFU {units.fmt_percent(b.mfu, 0)}, "
             f"{f(b.memory.bytes, 'B')} per chip, {_days(b.days(TOKENS))} for {TOKENS / 1e12:.0f}T tokens")
     return points + [hbm, {"kind": "readout", "text": text}]
 
 
 def chart(rows: list[dict], filters: bool):
     """The front as points joined by a step line (memory per chip against days), the fastest
-    plan larger and coloured, the HBM as a dashed rule, and the readout above."""
+    plan larger and coloured, the HBM as a dashed rule (the page prints the readout above)."""
     import altair as alt
 
     base = alt.Chart(alt.Data(values=rows))
@@ -107,10 +107,7 @@ def chart(rows: list[dict], filters: bool):
         description=alt.Description("plan:N"))
     hbm = base.transform_filter(where("datum.kind == 'hbm'")).mark_rule(
         color="black", strokeDash=[4, 3], aria=False).encode(x="gb:Q")
-    readout = base.transform_filter(where("datum.kind == 'readout'")).mark_text(
-        align="left", baseline="top", lineBreak="\n", fontSize=11).encode(
-        x=alt.value(0), y=alt.value(-66), text="text:N")  # lines run down from the first
-    return alt.layer(line, dots, hbm, readout).properties(width=480, height=260, padding={"top": 70})
+    return alt.layer(line, dots, hbm).properties(width=480, height=260)
 
 
 def static(model: str, chip: str, chips: int, batch_tokens: float = BATCH_TOKENS):
