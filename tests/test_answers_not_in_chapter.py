@@ -41,6 +41,7 @@ COINCIDENT = {
     "7.9": "with 90%, 1.40 times",  # prefix caching's throughput gain; the key is speculation's speedup
     "4.14": "15.4 kFLOP",  # rotary embeddings per token and layer; the key is PFLOP of attention matmuls
     "9.2": "262 kB for 16.4 kB",  # a padded tile's bytes; the key is an AllReduce's array (also 2^18 B)
+    "6.7": "b-a100-",  # the 530B runs on 2,240 A100s (ids ...-530b-a100-...); the key is a critical batch in tokens
 }
 
 
