@@ -207,7 +207,8 @@ def attention_matmul_factor(flash_attention: bool) -> float:
     mask is applied in the softmax afterwards (Megatron-LM's `ParallelAttention`, bib key
     megatronlm2021attention), so they do the
     square's FLOPs, twice the causal ones: 2 (large-T limit; the causal count keeps the
-    diagonal, T (T + 1) / 2 of T^2, and is taken as T^2 / 2, chapter 4).
+    diagonal, T (T + 1) / 2 of T^2, and is taken as T^2 / 2, chapter 4). Only the time takes the
+    factor: the step's `hardware_flops` (and so HFU) keep the causal count of chapter 4.
     """
     _require_flag("flash_attention", flash_attention)
     return 1.0 if flash_attention else 2.0
