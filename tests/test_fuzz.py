@@ -92,7 +92,7 @@ RESULT_CLASSES = {
     "serving_results.ServingConstants", "serving_results.ErrorStats", "serving_results.ValidationReport",
     "memory_levels.LevelRoofline", "gpu_network.FatTree", "gpu_network.Stage", "gpu_network.HierarchicalCollective",
     "gpu_network.ParallelismLimits", "published.ErrorSummary", "published.RunComparison",
-    "published.TrainingReport", "efficiency.Tiling",
+    "published.TrainingReport", "efficiency.Tiling", "transformer.ElementwiseFlops",
 }
 
 
@@ -182,6 +182,7 @@ GOOD_FOR = {
     "sharding.format_operand": {"name": "A", "dims": "IJ", "sharding": {"I": ("X",)}},
     "sharding.layout": {"array": "A[I_X, J]"}, "sharding.local_shape": {"array": "A[I_X, J]"},
     "sharding.plan": {"chip": "tpu-v5e"}, "transformer.format_count": {"n": 8e9},
+    "transformer.activation_memory_saving": {"saved": ("layer input", "attention output")},
     "training.refit_default_efficiency": {"family": "gpu"}, "training.fit_runs": {"family": "gpu"},
     "training.fit_efficiency": {"target": 0.4}, "inference.refit_default_efficiency": {"family": "gpu"},
     "serving_results.fit_constants": {"family": "gpu"}, "serving_results.fit_efficiencies": {"family": "gpu"},
