@@ -327,7 +327,7 @@ class ElementwiseFlops(Readable):
     - `residual_flops`: the two residual adds, D each: 2 D.
     - `activation_flops`: gated MLP, act(gate) x up with SiLU(x) = x / (1 + exp(-x)) (negate,
       exp, add, divide: 4) and the product (1): 5 per element of the F-wide branch; a plain MLP's
-      GELU in its tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): 9 per element. An
+      GELU in its tanh form, ``0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3)))``: 9 per element. An
       MoE layer applies it to the k + S experts a token uses, (k + S) F_e wide.
     - `rotary_flops`: RoPE turns each pair (a, b) of a query or key into (a cos - b sin,
       a sin + b cos): 4 multiplies and 2 adds per pair, 3 per element, the angles precomputed:
