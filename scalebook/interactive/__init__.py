@@ -10,6 +10,7 @@ One function per figure, named after what it shows; each returns an `Interactive
     interactive.training_step()     # chapter 5: weights over DP, TP, remat, microbatch, batch
     interactive.frontier()          # chapter 7: weight and cache dtypes, TP, batch
     interactive.serving_cost()      # chapter 8: latency target
+    interactive.ring()              # chapter 10: collective, devices, one or both ways, step
 
 Displayed in the book build it is a Vega-Lite chart over values the package computed for every
 setting of its controls (no server, no network: the site serves the Vega scripts itself); in
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from ._figure import Control, InteractiveFigure, SITE_ENV
 
-__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "serving_cost", "figures"]
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "serving_cost", "ring", "figures"]
 
 
 def roofline() -> InteractiveFigure:
@@ -81,6 +82,14 @@ def serving_cost() -> InteractiveFigure:
     return costs.figure()
 
 
+def ring() -> InteractiveFigure:
+    """Chapter 10: a ring AllGather, ReduceScatter or AllReduce of ppermutes stepped through, what
+    each device holds after each step (`scalebook.interactive.rings`)."""
+    from . import rings
+
+    return rings.figure()
+
+
 def figures() -> dict[str, InteractiveFigure]:
     """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
-    return {f.name: f for f in (roofline(), chips(), collective(), model_anatomy(), training_step(), frontier(), serving_cost())}
+    return {f.name: f for f in (roofline(), chips(), collective(), model_anatomy(), training_step(), frontier(), serving_cost(), ring())}
