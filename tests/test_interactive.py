@@ -736,3 +736,204 @@ def test_new_figures_live_in_a_kernel_match_the_grid(name, setting):
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert printed.strip() == repr(interactive.figures()[name].readout(**setting))
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
+
+
+# ------------------------------------------------------------------ chapter 10: a ring stepped through
+# (helper interactive4) TPU v5p, as in scalebook/data: 90 GB/s one way per ICI link (Austin et al.,
+# part 2), 1 µs per hop (the package's assumed ICI hop latency).
+V5P_ONE_WAY, HOP = 90e9, 1e-6
+
+
+@pytest.fixture(scope="module")
+def ring_fig():
+    return interactive.ring()
+
+
+def _table(rows, n):
+    """The device x block table the cell rows of one setting draw (0 where no cell is drawn)."""
+    table = [[0] * n for _ in range(n)]
+    for r in rows:
+        if r["kind"] == "cell":
+            assert table[r["d"]][r["b"]] == 0, "two cells drawn in one place"
+            table[r["d"]][r["b"]] = r["v"]
+    return table
+
+
+def test_ring_allgather_of_4_both_ways_after_step_1_by_hand(ring_fig):
+    """Both ways round 4 devices, k = ceil(3/2) = 2 steps. In step 1 every device sends its own
+    block to both neighbours, so device d then holds blocks d - 1, d and d + 1 (mod 4); device 0
+    has sent 2 blocks of V/4 = 16 MB; a step takes 16 MB / 90 GB/s + 1 µs = 179 µs, of 358 µs."""
+    rows = ring_fig.rows(collective="all-gather", devices=4, ways="both", after=1)
+    held = [{(d - 1) % 4, d, (d + 1) % 4} for d in range(4)]
+    assert _table(rows, 4) == [[1 if t in held[d] else 0 for t in range(4)] for d in range(4)]
+    sends = sorted((r["src"], r["d"], r["b"]) for r in rows if r["kind"] == "send")
+    assert sends == sorted([(d, (d + 1) % 4, d) for d in range(4)] + [(d, (d - 1) % 4, d) for d in range(4)])
+    step = 16e6 / V5P_ONE_WAY + HOP
+    text = ring_fig.readout(collective="all-gather", devices=4, ways="both", after=1)
+    assert text.splitlines() == [
+        "AllGather, 4 devices, both ways: step 1 of 2",
+        "every device sends one block right and one left",
+        "device 0 sends block 0 to device 1 and block 0 to device 3",
+        "device 0 has sent 2 blocks of V/4 = 32 MB (V = 64 MB)",
+        f"on a TPU v5p axis of 4 chips with a wraparound: {step * 1e6:.0f} µs of {2 * step * 1e6:.0f} µs"]
+
+
+def test_ring_reducescatter_of_8_both_ways_at_the_last_step_by_hand(ring_fig):
+    """Both ways round 8 devices: k = 4 steps right, m = 3 left. The sum of block t moving right
+    starts at device t - 4 and gains a part per hop, so device t - j keeps a sum of 5 - j parts
+    (j = 1..4); the one moving left starts at t + 3, so t + 1 keeps 3 and t + 2 keeps 2 parts,
+    t + 3 its own 1; device t ends with all 8. Only the right-moving sums move in step 4 (4 > m),
+    each of 4 parts, arriving on the diagonal. Device 0 has sent 4 + 3 = 7 blocks of V/8."""
+    rows = ring_fig.rows(collective="reduce-scatter", devices=8, ways="both", after=4)
+    by_offset = {0: 8, 1: 3, 2: 2, 3: 1, 4: 1, 5: 2, 6: 3, 7: 4}  # offset (d - t) mod 8 -> parts
+    assert _table(rows, 8) == [[by_offset[(d - t) % 8] for t in range(8)] for d in range(8)]
+    sends = [r for r in rows if r["kind"] == "send"]
+    assert sorted((r["src"], r["d"], r["b"]) for r in sends) == [(d, (d + 1) % 8, (d + 1) % 8) for d in range(8)]
+    assert all(r["mark"] == f"↓{r['src']}" for r in sends)
+    step = 8e6 / V5P_ONE_WAY + HOP
+    lines = ring_fig.readout(collective="reduce-scatter", devices=8, ways="both", after=4).splitlines()
+    assert lines[0] == "ReduceScatter, 8 devices, both ways: step 4 of 4"
+    assert lines[1] == "every device sends one block right"
+    assert lines[2] == "device 0 sends block 1 (a sum of 4 parts) to device 1"
+    assert lines[3] == "device 0 has sent 7 blocks of V/8 = 56 MB (V = 64 MB)"
+    assert lines[4].endswith(f"{4 * step * 1e6:.0f} µs of {4 * step * 1e6:.0f} µs")
+
+
+def test_ring_allreduce_one_way_is_a_reducescatter_then_an_allgather(ring_fig):
+    """One way round 4 devices: 3 ReduceScatter steps, then 3 AllGather steps of full sums. The sum
+    of block t starts at device t + 1 (t - 3 mod 4) and gains a part per hop, so after step 3
+    device t + 1 keeps 1 part, t + 2 keeps 2, t + 3 keeps 3 and t has all 4; after step 6 every
+    cell holds all 4. Device 0 has sent 6 blocks of V/4 = 96 MB, in 6 steps of
+    16 MB / 90 GB/s + 1 µs = 178.8 µs: 1.07 ms."""
+    by_offset = {0: 4, 1: 1, 2: 2, 3: 3}  # offset (d - t) mod 4 -> parts
+    assert _table(ring_fig.rows(collective="all-reduce", devices=4, ways="one", after=3), 4) == \
+        [[by_offset[(d - t) % 4] for t in range(4)] for d in range(4)]
+    assert all(v == 4 for row in _table(ring_fig.rows(collective="all-reduce", devices=4, ways="one", after=6), 4)
+               for v in row)
+    step = 16e6 / V5P_ONE_WAY + HOP
+    lines = ring_fig.readout(collective="all-reduce", devices=4, ways="one", after=6).splitlines()
+    assert lines[0] == "AllReduce, 4 devices, one way: step 6 of 6 (AllGather half)"
+    assert lines[3] == "device 0 has sent 6 blocks of V/4 = 96 MB (V = 64 MB)"
+    assert f"{6 * step * 1e3:.2f}" == "1.07"
+    assert lines[4].endswith("1.07 ms of 1.07 ms")
+    first = ring_fig.readout(collective="all-reduce", devices=4, ways="one", after=1).splitlines()[0]
+    assert first == "AllReduce, 4 devices, one way: step 1 of 6 (ReduceScatter half)"
+
+
+def test_ring_before_the_first_step_each_device_holds_its_own(ring_fig):
+    ag = ring_fig.rows(collective="all-gather", devices=8, ways="one", after=0)
+    assert _table(ag, 8) == [[int(d == t) for t in range(8)] for d in range(8)]
+    assert not [r for r in ag if r["kind"] == "send"]
+    assert ring_fig.readout(collective="all-gather", devices=8, ways="one", after=0).splitlines()[1:] == [
+        "each device holds its own block", "device 0 has sent nothing yet",
+        "on a TPU v5p axis of 8 chips with a wraparound: 0 s of 629 µs"]  # 7 x (8 MB / 90 GB/s + 1 µs)
+    rs = ring_fig.rows(collective="reduce-scatter", devices=8, ways="one", after=0)
+    assert _table(rs, 8) == [[1] * 8 for _ in range(8)]
+
+
+def test_ring_past_the_last_step_keeps_the_end_state_and_says_when_it_ended(ring_fig):
+    end = ring_fig.rows(collective="all-gather", devices=4, ways="both", after=2)
+    later = ring_fig.rows(collective="all-gather", devices=4, ways="both", after=9)
+    assert _table(later, 4) == _table(end, 4) == [[1] * 4 for _ in range(4)]
+    assert not [r for r in later if r["kind"] == "send"]
+    lines = ring_fig.readout(collective="all-gather", devices=4, ways="both", after=9).splitlines()
+    assert lines[:2] == ["AllGather, 4 devices, both ways: after step 9, finished at step 2",
+                         "every device holds every block"]
+    assert ring_fig.readout(collective="reduce-scatter", devices=4, ways="both", after=9).splitlines()[1] == \
+        "device d holds the sum of all parts of block d"
+    assert ring_fig.readout(collective="all-reduce", devices=4, ways="both", after=9).splitlines()[1] == \
+        "every device holds the sum of all parts of every block"
+
+
+def test_ring_a_ring_no_v5p_slice_has_says_so(ring_fig):
+    """N = 6: no published v5p slice has an axis of 6 chips (the live version takes it anyway)."""
+    text = ring_fig.readout(collective="all-gather", devices=6, ways="both", after=1)
+    assert text.splitlines()[-1] == "(no TPU v5p slice has an axis of 6 chips with a wraparound to price it on)"
+
+
+@pytest.mark.parametrize("collective", ["all-gather", "reduce-scatter", "all-reduce"])
+@pytest.mark.parametrize("devices, ways", [(4, "both"), (8, "one")])
+def test_ring_table_equals_ring_holdings_at_every_step(ring_fig, collective, devices, ways):
+    from scalebook import jax_collectives as jc
+
+    kinds = ["reduce-scatter", "all-gather"] if collective == "all-reduce" else [collective]
+    states = [s for i, k in enumerate(kinds)
+              for s in jc.ring_holdings(k, devices, bidirectional=ways == "both")[(1 if i else 0):]]
+    steps = jc.ring_steps(collective, devices, bidirectional=ways == "both")
+    assert len(states) == len(steps) + 1
+    for after, state in enumerate(states):
+        table = _table(ring_fig.rows(collective=collective, devices=devices, ways=ways, after=after), devices)
+        if collective == "all-reduce" and after > len(steps) // 2:  # gathered sums hold all N parts
+            state = [[devices if v else states[len(steps) // 2][d][t] for t, v in enumerate(r)]
+                     for d, r in enumerate(state)]
+        assert table == state, after
+
+
+def test_ring_every_step_of_every_setting_has_its_own_readout(ring_fig):
+    """What the browser check needs: moving the step slider always changes the readout."""
+    for s in ring_fig.settings():
+        if s["after"]:
+            before = dict(s, after=s["after"] - 1)
+            assert ring_fig.readout(**s) != ring_fig.readout(**before), s
+
+
+def test_ring_site_filter_keeps_exactly_one_settings_rows(ring_fig):
+    """The site keeps a row when the controls' filter passes and the slider's step lies in the
+    row's run s0..s1 (evaluated here on the grid)."""
+    setting = {"collective": "reduce-scatter", "devices": 8, "ways": "one", "after": 5}
+    kept = [r for r in ring_fig.grid()
+            if all(r.get(c.field) is None or r[c.field] == setting[c.name] for c in ring_fig.controls)
+            and (r.get("s0") is None or r["s0"] <= setting["after"] <= r["s1"])]
+    assert sorted(map(json.dumps, kept)) == sorted(map(json.dumps, ring_fig.rows(**setting)))
+    expr = ring_fig.site_chart().to_dict()
+    assert "datum.s0 <= after && after <= datum.s1" in json.dumps(expr)
+
+
+def test_ring_bad_input_names_the_argument(ring_fig):
+    with pytest.raises(Error, match="devices"):
+        ring_fig.rows(devices=1)
+    with pytest.raises(Error, match="collective"):
+        ring_fig.rows(collective="all-to-all")
+    with pytest.raises(Error, match="ways"):
+        ring_fig.rows(ways="sideways")
+    with pytest.raises(Error, match="after"):
+        ring_fig.rows(after=-1)
+
+
+def test_ring_live_matches_the_grid_and_takes_6_devices(ring_fig):
+    live = ring_fig.live()
+    live.set(collective="all-reduce", devices=8, ways="both", after=6)
+    assert live.readout == ring_fig.readout(collective="all-reduce", devices=8, ways="both", after=6)
+    assert sorted(map(json.dumps, live.rows)) == sorted(map(json.dumps, ring_fig.rows(
+        collective="all-reduce", devices=8, ways="both", after=6)))
+    assert len(_table(ring_fig.rows(devices=6, after=3), 6)) == 6
+
+
+def test_ring_end_state_is_what_the_chapters_rings_compute_on_8_cpu_devices(ring_fig):
+    """Run `jax_collectives.ring_all_gather` and `ring_reduce_scatter` (both ways) on 8 simulated
+    CPU devices. AllGather: device d's block is filled with d + 1 into a zero buffer, so a block is
+    held where it is non-zero. ReduceScatter: device d's part of every block is 2**d, so the sum a
+    device ends with has a 1 bit for each device whose part it holds. Both must equal the figure's
+    table after the last step."""
+    jax = pytest.importorskip("jax")
+    import numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from scalebook import jax_collectives as jc, xla
+
+    xla.use_cpu_devices(8)
+    mesh = xla.mesh({"X": 8})
+    rows = NamedSharding(mesh, P("X"))
+    x = jax.device_put(jax.numpy.repeat(jax.numpy.arange(1.0, 9.0), 2).reshape(8 * 2, 1), rows)  # device d: d + 1
+    ag = jax.jit(jax.shard_map(lambda b: jc.ring_all_gather(b, "X"), mesh=mesh, in_specs=P("X"),
+                               out_specs=P("X"), check_vma=False))(x)
+    copies = np.asarray(ag).reshape(8, 8, 2)  # device, block, rows
+    held = [[int((copies[d, t] != 0).all()) for t in range(8)] for d in range(8)]
+    assert held == _table(ring_fig.rows(collective="all-gather", devices=8, ways="both", after=4), 8)
+
+    parts = jax.device_put(jax.numpy.concatenate([jax.numpy.full((8, 1), 2.0 ** d) for d in range(8)]), rows)
+    rs = jax.jit(jax.shard_map(lambda p: jc.ring_reduce_scatter(p, "X"), mesh=mesh, in_specs=P("X"),
+                               out_specs=P("X")))(parts)
+    sums = np.asarray(rs).reshape(8).astype(int)
+    table = _table(ring_fig.rows(collective="reduce-scatter", devices=8, ways="both", after=4), 8)
+    assert [bin(s).count("1") for s in sums] == [table[d][d] for d in range(8)] == [8] * 8
