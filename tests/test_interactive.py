@@ -937,3 +937,145 @@ def test_ring_end_state_is_what_the_chapters_rings_compute_on_8_cpu_devices(ring
     sums = np.asarray(rs).reshape(8).astype(int)
     table = _table(ring_fig.rows(collective="reduce-scatter", devices=8, ways="both", after=4), 8)
     assert [bin(s).count("1") for s in sums] == [table[d][d] for d in range(8)] == [8] * 8
+
+
+# ------------------------------------------------------------------ chapter 9: a recorded profile
+# (helper interactive4) The trace is package data (scalebook/data/ch9_trace.json.gz), recorded by
+# timelines.record(); these tests read it with the package's own reader and check what the figure
+# embeds against it, and facts of the recorded program anyone can check by hand.
+@pytest.fixture(scope="module")
+def timeline_fig():
+    return interactive.timeline()
+
+
+@pytest.fixture(scope="module")
+def recorded_trace():
+    from scalebook import profile
+    from scalebook.interactive import timelines
+
+    from importlib import resources
+    with resources.as_file(resources.files("scalebook").joinpath("data", timelines.TRACE_FILE)) as p:
+        return profile.read_trace(p, hlo=timelines.hlo_text())
+
+
+def _op_rows(rows):
+    return [r for r in rows if r["kind"] == "op"]
+
+
+def test_timeline_trace_is_the_training_step_on_8_devices(recorded_trace):
+    """The chapter's step: module jit_step, 8 devices, 2 traced steps, every device running the
+    same ops once per step (the chapter's first check of a profile), with AllGathers (FSDP) and
+    AllReduces (TP) among them."""
+    from scalebook.interactive import timelines
+
+    assert recorded_trace.module == "jit_step"
+    assert recorded_trace.devices == tuple(range(8))
+    assert recorded_trace.steps == timelines.STEPS == 2
+    first = recorded_trace.names(step=0, device=0)
+    assert all(recorded_trace.names(step=s, device=d) == first for s in range(2) for d in range(8))
+    kinds = {n.split(".")[0] for n in first if n.startswith(("all-gather", "all-reduce"))}
+    assert kinds == {"all-gather", "all-reduce"}
+    meta = timelines.recorded()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", meta["recorded"]) and meta["jax"] and "timelines.record()" in meta["command"]
+
+
+def test_timeline_rows_are_read_traces_events(timeline_fig, recorded_trace):
+    """Every op execution of a step is one bar: device, start from the step's first op and
+    duration, to 0.1 µs, and the name and category read_trace gives it."""
+    names = {r["i"]: r for r in timeline_fig.rows(step=1, category="all") if r["kind"] == "name"}
+    for step in range(2):
+        rows = _op_rows(timeline_fig.rows(step=step, category="all"))
+        events = recorded_trace.ops(step=step)
+        start, _ = recorded_trace.step_window(step)
+        assert len(rows) == len(events) == 8 * len(recorded_trace.names(step=step, device=0))
+        for r, e in zip(rows, events):
+            assert (r["d"], names[r["i"]]["n"], names[r["i"]]["c"]) == (e.device, e.name, e.category)
+            assert r["t"] == pytest.approx((e.start - start) * 1e6, abs=0.051)
+            assert r["w"] == pytest.approx(e.duration * 1e6, abs=0.051)
+
+
+def test_timeline_site_embeds_the_same_rows_as_csv(timeline_fig):
+    """The op layer's CSV, parsed back, is the grid's op rows (both steps, once each)."""
+    spec = timeline_fig.site_chart().to_dict()
+    (csv,) = [layer["data"]["values"] for layer in spec["layer"] if layer.get("data", {}).get("format", {}).get("type") == "csv"]
+    head, *lines = csv.split("\n")
+    assert head == "d,t,w,i,step"
+    parsed = [dict(zip(head.split(","), map(float, line.split(",")))) for line in lines]
+    grid = _op_rows(timeline_fig.grid())
+    assert [(p["d"], p["t"], p["w"], p["i"], p["step"]) for p in parsed] == \
+        [(r["d"], r["t"], r["w"], r["i"], r["step"]) for r in grid]
+    assert "zoom" in json.dumps(spec) and '"bind": "scales"' in json.dumps(spec)
+
+
+def test_timeline_category_filter_keeps_that_groups_ops(timeline_fig, recorded_trace):
+    """Collectives only: the AllGathers and AllReduces; the site filter on the grid keeps exactly
+    the rows the package computes for that setting."""
+    rows = timeline_fig.rows(step=0, category="collective")
+    names = {r["i"]: r for r in rows if r["kind"] == "name"}
+    ops = _op_rows(rows)
+    assert ops and {names[r["i"]]["c"] for r in ops} == {"all-gather", "all-reduce"}
+    assert len(ops) == sum(1 for e in recorded_trace.ops(step=0) if e.category in ("all-gather", "all-reduce"))
+    setting = {"step": 0, "category": "collective"}
+    by_i = {r["i"]: r for r in timeline_fig.grid() if r["kind"] == "name"}
+    kept = [r for r in timeline_fig.grid()
+            if all(r.get(c.field) is None or r[c.field] == setting[c.name] for c in timeline_fig.controls)
+            and (r["kind"] != "op" or by_i[r["i"]]["g"] == "collective")]
+    assert sorted(map(json.dumps, kept)) == sorted(map(json.dumps, rows))
+
+
+def test_timeline_readout_totals_add_up_to_the_window(timeline_fig, recorded_trace):
+    """Each device's matmul + fusion + collective + other + idle is the step's window (to the
+    0.1 ms the readout prints, five terms: within 0.25 ms)."""
+    for step in range(2):
+        lines = timeline_fig.readout(step=step, category="all").splitlines()
+        window_ms = recorded_trace.step_seconds[step] * 1e3
+        assert lines[0].startswith(f"step {step + 1} of 2 of jit_step on 8 simulated devices: ")
+        device_lines = lines[2:]
+        assert len(device_lines) == 8
+        for d, line in enumerate(device_lines):
+            label, numbers = line.split(": ")
+            assert label == f"device {d}"
+            assert sum(map(float, numbers.split(", "))) == pytest.approx(window_ms, abs=0.25)
+
+
+def test_timeline_readout_counts_the_bars_shown(timeline_fig):
+    for category in ("all", "matmul", "fusion", "collective", "other"):
+        bars = len(_op_rows(timeline_fig.rows(step=1, category=category)))
+        assert f"({bars:,} bars)" in timeline_fig.readout(step=1, category=category)
+    readouts = {timeline_fig.readout(**s) for s in timeline_fig.settings()}
+    assert len(readouts) == len(timeline_fig.settings())  # every control move changes what is shown
+
+
+def test_timeline_bad_input_names_the_argument(timeline_fig):
+    with pytest.raises(Error, match="step"):
+        timeline_fig.rows(step=2)
+    with pytest.raises(Error, match="category"):
+        timeline_fig.rows(category="kernels")
+
+
+def test_timeline_live_matches_the_grid(timeline_fig):
+    live = timeline_fig.live()
+    live.set(step=1, category="matmul")
+    assert live.readout == timeline_fig.readout(step=1, category="matmul")
+    assert sorted(map(json.dumps, live.rows)) == sorted(map(json.dumps, timeline_fig.rows(step=1, category="matmul")))
+
+
+@pytest.mark.parametrize("name, setting", [
+    ("ring", {"collective": "reduce-scatter", "devices": 8, "ways": "one", "after": 5}),
+    ("timeline", {"step": 1, "category": "collective"}),
+])
+def test_ring_and_timeline_live_in_a_kernel_match_the_grid(name, setting):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from scalebook import interactive\n"
+        f"live = interactive.figures()[{name!r}].live()\n"
+        f"live.set(**{setting!r})\n"
+        "display(live)\n"
+        "print(repr(live.readout))")]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = nb.cells[0].outputs
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert printed.strip() == repr(interactive.figures()[name].readout(**setting))
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)

@@ -10,6 +10,7 @@ One function per figure, named after what it shows; each returns an `Interactive
     interactive.training_step()     # chapter 5: weights over DP, TP, remat, microbatch, batch
     interactive.frontier()          # chapter 7: weight and cache dtypes, TP, batch
     interactive.serving_cost()      # chapter 8: latency target
+    interactive.timeline()          # chapter 9: step, category (a recorded trace; zoom and hover)
     interactive.ring()              # chapter 10: collective, devices, one or both ways, step
 
 Displayed in the book build it is a Vega-Lite chart over values the package computed for every
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from ._figure import Control, InteractiveFigure, SITE_ENV
 
-__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "serving_cost", "ring", "figures"]
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "serving_cost", "ring", "timeline", "figures"]
 
 
 def roofline() -> InteractiveFigure:
@@ -90,6 +91,14 @@ def ring() -> InteractiveFigure:
     return rings.figure()
 
 
+def timeline() -> InteractiveFigure:
+    """Chapter 9: a recorded profile of the training step on 8 simulated devices, op by op, to zoom
+    and hover, with each device's time by category (`scalebook.interactive.timelines`)."""
+    from . import timelines
+
+    return timelines.figure()
+
+
 def figures() -> dict[str, InteractiveFigure]:
     """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
-    return {f.name: f for f in (roofline(), chips(), collective(), model_anatomy(), training_step(), frontier(), serving_cost(), ring())}
+    return {f.name: f for f in (roofline(), chips(), collective(), model_anatomy(), training_step(), frontier(), serving_cost(), ring(), timeline())}
