@@ -29,6 +29,7 @@ ended.
 from __future__ import annotations
 
 import functools
+import numbers
 
 from .. import collectives as coll, jax_collectives as jc, topology as topo, units
 from ..errors import Error, choose
@@ -48,17 +49,27 @@ CHIP = "tpu-v5p"
 
 def _check(collective: str, devices: int, ways: str) -> tuple[str, int, bool]:
     kind = choose("collective", collective, KINDS)
-    if isinstance(devices, bool) or not isinstance(devices, int) or not 2 <= devices <= 16:
+    if isinstance(devices, bool) or not isinstance(devices, numbers.Integral) or not 2 <= devices <= 16:
         raise Error(f"devices must be a whole number of devices from 2 to 16, got {devices!r}")
     both = choose("ways", ways, WAYS) == "both"
-    return kind, devices, both
+    return kind, int(devices), both
 
 
-@functools.lru_cache(maxsize=None)
 def schedule(collective: str, devices: int, ways: str) -> tuple[tuple, tuple]:
     """(states, steps): the device x block table before the first step and after each step, and the
     sends of each step (`ring_steps`), for the figure (see the module docstring for AllReduce)."""
     kind, n, both = _check(collective, devices, ways)
+    return _schedule(kind, n, both)
+
+
+def _after(after: int) -> int:
+    if isinstance(after, bool) or not isinstance(after, numbers.Integral) or not 0 <= after <= 10_000:
+        raise Error(f"after must be a step number from 0 to 10,000, got {after!r}")
+    return int(after)
+
+
+@functools.lru_cache(maxsize=None)
+def _schedule(kind: str, n: int, both: bool) -> tuple[tuple, tuple]:
     steps = tuple(tuple(row) for row in jc.ring_steps(kind, n, bidirectional=both))
     if kind != "all-reduce":
         states = jc.ring_holdings(kind, n, bidirectional=both)
@@ -108,6 +119,7 @@ def readout(collective: str, devices: int, ways: str, after: int) -> str:
     """The readout of a setting (see `compute`): the step and what is sent in it, what device 0 has
     sent so far, and the time so far."""
     kind, n, both = _check(collective, devices, ways)
+    after = _after(after)
     states, steps = schedule(collective, devices, ways)
     total = len(steps)
     done = min(after, total)
@@ -153,8 +165,7 @@ def compute(collective: str, devices: int, ways: str, after: int) -> list[dict]:
     """The cells of the table after step `after` (each with the run of steps it holds), the sends of
     that step (an outline on the receiving cell, with the sender), and the readout."""
     kind, n, both = _check(collective, devices, ways)
-    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-        raise Error(f"after must be a step number from 0 up, got {after!r}")
+    after = _after(after)
     states, steps = schedule(collective, devices, ways)
     total = len(steps)
     on = ("collective", "devices", "ways")

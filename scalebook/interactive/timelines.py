@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+import numbers
 from importlib import resources
 
 from .. import profile, units
@@ -95,9 +96,17 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f}"
 
 
+def _setting(step: int, category: str) -> tuple[int, str]:
+    steps = trace().steps
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral) or not 0 <= step < steps:
+        raise Error(f"step must be a step of the recorded trace, 0 to {steps - 1}, got {step!r}")
+    return int(step), choose("category", category, GROUPS)
+
+
 def readout(step: int, category: str) -> str:
     """The step's window, and each device's seconds by category group and idle (`device_steps`)."""
     prof = trace()
+    step, category = _setting(step, category)
     rows = [r for r in prof.device_steps() if r.step == step]
     window = rows[0].window
     shown = "every op" if category == "all" else f"{category} ops only"
@@ -115,9 +124,7 @@ def compute(step: int, category: str) -> list[dict]:
     """One row per op execution of `step` in the chosen group (device, start and duration in µs
     from the step's start, the index of its name in the name table), the name table, and the readout."""
     prof = trace()
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < prof.steps:
-        raise Error(f"step must be a step of the recorded trace, 0 to {prof.steps - 1}, got {step!r}")
-    category = choose("category", category, GROUPS)
+    step, category = _setting(step, category)
     index = {n: i for i, (n, _, _) in enumerate(_names())}
     start, _ = prof.step_window(step)
     ops = [{"kind": "op", "d": e.device, "t": _us(e.start - start), "w": _us(e.duration), "i": index[e.name],
