@@ -315,6 +315,94 @@ def layer_flops_per_token(model: Transformer, *, seq_len: int = 0, causal: bool 
     )
 
 
+@dataclass(frozen=True)
+class ElementwiseFlops(Readable):
+    """FLOPs per token of one layer's elementwise work, by operation (Chapter 4).
+
+    Counted per element, a transcendental (exp, tanh) as one FLOP, as a vector unit issues it:
+
+    - `norm_flops`: RMSNorm, y = x / sqrt(mean(x^2) + eps) x g: square, sum, scale, times the
+      gain, 4 FLOPs per element of its D-wide input (the mean's division and the rsqrt are one
+      each per token, left out); two norms per layer (one in a parallel block): 8 D.
+    - `residual_flops`: the two residual adds, D each: 2 D.
+    - `activation_flops`: gated MLP, act(gate) x up with SiLU(x) = x / (1 + exp(-x)) (negate,
+      exp, add, divide: 4) and the product (1): 5 per element of the F-wide branch; a plain MLP's
+      GELU in its tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): 9 per element. An
+      MoE layer applies it to the k + S experts a token uses, (k + S) F_e wide.
+    - `rotary_flops`: RoPE turns each pair (a, b) of a query or key into (a cos - b sin,
+      a sin + b cos): 4 multiplies and 2 adds per pair, 3 per element, the angles precomputed:
+      3 (N + K) H (MLA: 3 (N + 1) d_R, the positional part only).
+    - `softmax_flops`: per score, the running maximum, the subtraction, exp, the sum and the
+      division: 5 per score, N T_eff scores per token (T_eff = T/2 when `causal`). The same count
+      whether or not a fused kernel does it; fusing saves the bytes, not these FLOPs. The 1/sqrt(H)
+      scale is folded into the queries (N H per token, left out).
+    - `router_flops`: an MoE layer's softmax over its E routed experts, 5 E (top-k selection left out).
+    """
+
+    model_name: str
+    seq_len: int
+    causal: bool
+    norm_flops: float
+    residual_flops: float
+    activation_flops: float
+    rotary_flops: float
+    softmax_flops: float
+    router_flops: float
+
+    @property
+    def flops(self) -> float:
+        """All elementwise FLOPs of the layer per token."""
+        return (self.norm_flops + self.residual_flops + self.activation_flops + self.rotary_flops
+                + self.softmax_flops + self.router_flops)
+
+    def parts(self) -> dict[str, float]:
+        d = {"norms": self.norm_flops, "residual adds": self.residual_flops,
+             "activation function": self.activation_flops, "rotary embeddings": self.rotary_flops,
+             "softmax": self.softmax_flops, "router softmax": self.router_flops}
+        return {k: v for k, v in d.items() if v}
+
+    def __repr__(self) -> str:
+        return (f"ElementwiseFlops({self.model_name}, T={self.seq_len}{', causal' if self.causal else ''}: "
+                f"{units.format_quantity(self.flops, 'FLOP')} per token and layer)")
+
+    def _repr_html_(self) -> str:
+        f = units.format_quantity
+        rows = [(k, f(v, "FLOP")) for k, v in self.parts().items()]
+        rows.append(("<b>one layer</b>", f"<b>{f(self.flops, 'FLOP')}</b>"))
+        cap = f"Elementwise FLOPs per token of one layer of {self.model_name}, T={self.seq_len}"
+        return _html_table(("operation", "FLOPs per token"), rows, cap)
+
+
+def layer_elementwise_flops_per_token(model: Transformer, *, seq_len: int, causal: bool = True,
+                                      moe: bool | None = None) -> ElementwiseFlops:
+    """Elementwise FLOPs per token of one layer (Chapter 4): norms, residual adds, the MLP's
+    activation function, rotary embeddings, the attention softmax (and an MoE router's softmax).
+
+    Sequential gated layer: 8 D + 2 D + 5 F + 3 (N + K) H + 5 N T_eff, each term derived in
+    `ElementwiseFlops`. Beside the layer's matmul FLOPs (`layer_flops_per_token`) this is a share
+    of order 1/D; the time these passes cost comes from the bytes each reads and writes, not
+    from these FLOPs. `moe` as in `layer_flops_per_token`.
+    """
+    _require_flag('causal', causal)
+    model = _as_model(model)
+    _check_seq(seq_len)
+    mm = layer_flops_per_token(model, seq_len=seq_len, causal=causal, moe=moe)  # checks `moe`
+    is_moe = mm.router_flops > 0
+    D, N, K, H = model.d_model, model.heads, model.kv_heads, model.head_dim
+    width = (model.experts_per_token + model.shared_experts) * model.expert_d_ff if is_moe else model.d_ff
+    t_eff = seq_len / 2 if causal else seq_len
+    rope = 3.0 * (N + 1) * model.mla_rope_head_dim if model.is_mla else 3.0 * (N + K) * H
+    return ElementwiseFlops(
+        model_name=model.name, seq_len=seq_len, causal=causal,
+        norm_flops=4.0 * D * (1 if model.parallel_block else 2),
+        residual_flops=2.0 * D,
+        activation_flops=(5.0 if model.mlp == "gated" else 9.0) * width,
+        rotary_flops=rope,
+        softmax_flops=5.0 * N * t_eff,
+        router_flops=5.0 * model.routed_experts if is_moe else 0.0,
+    )
+
+
 def attention_crossover_seq_len(model: Transformer, *, causal: bool = False, moe: bool | None = None) -> float:
     """Sequence length T at which one layer's attention-score FLOPs equal all its other FLOPs.
 
@@ -628,6 +716,141 @@ def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: s
     remat = sum(count * _remat_flops(model, seq_len=seq_len, causal=causal, policy=policy, moe=moe)
                 for moe, count in ((False, model.dense_layers), (True, model.moe_layers)) if count)
     return ActivationMemory(model_name=model.name, policy=policy, batch=batch, seq_len=seq_len,
+                            tensors=tensors, bytes=total, remat_flops_per_token=remat)
+
+
+# --- memory: activations with chosen checkpoints -----------------------------------------------------
+
+def _layer_ops(model: Transformer, *, seq_len: int, causal: bool, moe: bool, flash: bool,
+               dropout: bool) -> list[tuple[tuple[str, ...], tuple[str, ...], float]]:
+    """One layer's forward as (inputs, outputs, matmul FLOPs per token) steps, outputs named as in
+    `_saved_tensors`. The attention core (QK^T, softmax, AV) is one step: re-running it for any
+    of its outputs costs both score matmuls. Norms, activations, residual adds and dropout masks
+    (regenerated from their seed) cost no matmul FLOPs."""
+    D, N, K, H = model.d_model, model.heads, model.kv_heads, model.head_dim
+    width = (model.experts_per_token + model.shared_experts) * model.expert_d_ff if moe else model.d_ff
+    if flash:
+        core = ("softmax log-sum-exp",)
+    else:
+        core = ("softmax probabilities",) + (("attention dropout mask", "attention dropout output") if dropout else ())
+    mlp_in = "norm1 output" if model.parallel_block else "norm2 output"
+    ops = [(("layer input",), ("norm1 output",), 0.0),
+           (("norm1 output",), ("Q",), 2.0 * D * N * H),
+           (("norm1 output",), ("K",), 2.0 * D * K * H),
+           (("norm1 output",), ("V",), 2.0 * D * K * H),
+           (("Q", "K", "V"), core + ("attention output",), _score_flops(model, seq_len, causal)),
+           (("attention output",), ("output projection",), 2.0 * N * H * D)]
+    if dropout:
+        ops += [((), ("output dropout mask",), 0.0), ((), ("MLP dropout mask",), 0.0)]
+    if not model.parallel_block:
+        ops += [(("layer input", "output projection"), ("residual after attention",), 0.0),
+                (("residual after attention",), ("norm2 output",), 0.0)]
+    routing: tuple[str, ...] = ()
+    if moe:  # the router's choice is no saveable tensor: recomputed whenever an expert matmul is
+        ops.append(((mlp_in,), ("routing",), 2.0 * D * model.routed_experts))
+        routing = ("routing",)
+    if model.mlp == "gated":
+        ops += [((mlp_in, *routing), ("gate",), 2.0 * D * width), ((mlp_in, *routing), ("up",), 2.0 * D * width),
+                (("gate", "up"), ("act(gate) * up",), 0.0)]
+    else:
+        ops += [((mlp_in, *routing), ("up",), 2.0 * D * width), (("up",), ("act(up)",), 0.0)]
+    return ops
+
+
+def _tensor_universe(model: Transformer, *, seq_len: int, b: float, flash: bool, moe: bool,
+                     dropout: bool) -> dict[str, SavedTensor]:
+    """Every tensor a layer can keep, by name: what 'none' keeps plus the output projection."""
+    tensors = {t.name: t for t in _saved_tensors(model, seq_len=seq_len, policy="none", b=b, flash=flash,
+                                                 moe=moe, dropout=dropout)}
+    tensors["output projection"] = SavedTensor("output projection", "[B,T,D]", model.d_model, b, d_wide=True)
+    return tensors
+
+
+def checkpoint_names(model: Transformer, *, flash_attention: bool = False, dropout: bool = False) -> tuple[str, ...]:
+    """Names of the tensors one layer of `model` can keep for the backward pass, in forward order
+    (Chapter 4): the argument `saved` of `activation_memory_saving` takes any of them. They are
+    the tensors of Korthikanti et al. (2022)'s per-layer accounting (what policy 'none' keeps) and
+    the attention's output projection (which 'matmul_outputs' keeps instead of the residual)."""
+    _require_flag('flash_attention', flash_attention)
+    _require_flag('dropout', dropout)
+    model = _as_model(model)
+    _require_standard_attention(model, "choosing checkpoints")
+    moe = model.moe_layers > 0
+    order = [n for _, outs, _ in _layer_ops(model, seq_len=1, causal=True, moe=moe, flash=flash_attention,
+                                              dropout=dropout) for n in outs]
+    names = _tensor_universe(model, seq_len=1, b=2.0, flash=flash_attention, moe=moe, dropout=dropout)
+    return tuple(n for n in ["layer input", *order] if n in names)
+
+
+def _recompute_flops(ops, needed: set[str], saved: set[str]) -> float:
+    """Matmul FLOPs per token to recompute every tensor of `needed` not in `saved`, from the saved
+    ones: each step runs at most once, and a step's inputs that are not saved are recomputed too."""
+    producer = {out: i for i, (_, outs, _) in enumerate(ops) for out in outs}
+    run: set[int] = set()
+    stack = [n for n in needed if n not in saved]
+    while stack:
+        i = producer[stack.pop()]
+        if i in run:
+            continue
+        run.add(i)
+        stack.extend(n for n in ops[i][0] if n not in saved)
+    return sum(ops[i][2] for i in run)
+
+
+def activation_memory_saving(model: Transformer, *, saved, batch: int, seq_len: int, dtype: str = "bf16",
+                             flash_attention: bool = False, causal: bool = True,
+                             dropout: bool = False) -> ActivationMemory:
+    """Activations kept when each layer saves the tensors named in `saved` and recomputes the rest
+    (Chapter 4): remat with chosen checkpoints, as `jax.checkpoint` with a policy that saves
+    named values does.
+
+    bytes = layers x B T x sum over the saved tensors of (elements per token x bytes per element);
+    `checkpoint_names(model)` lists the names, with the per-layer accounting of
+    `activation_memory`. The layer input is always kept (the backward restarts the layer from it).
+    `remat_flops_per_token`: the backward needs every tensor policy 'none' keeps; each one not
+    saved is recomputed from the nearest saved ones, and the matmul FLOPs of every forward step
+    re-run (once each) are summed over the layers. The attention core (QK^T, softmax, AV) is one
+    step: if the probabilities (or, with `flash_attention`, the log-sum-exp) or the attention
+    output must be recomputed, both score matmuls run again. Norms, activation functions and
+    residual adds cost no matmul FLOPs (the module's convention), so dropping a norm output costs
+    bytes of recompute traffic but no FLOPs here.
+
+    The four policies of `activation_memory` are special cases: 'full' saves the layer input;
+    'matmul_outputs' the layer input, Q, K, V, the output projection, gate and up; 'attention'
+    everything 'none' keeps but the [B, N, T, T] tensors; 'none' all of them. They give the same
+    bytes and recompute FLOPs, except 'attention' with `flash_attention`, which keeps no
+    [B, N, T, T] tensor and so saves everything: here it costs no recompute, where
+    `activation_memory` charges one attention core. Standard attention only (not MLA).
+    """
+    _require_flag('flash_attention', flash_attention)
+    _require_flag('causal', causal)
+    _require_flag('dropout', dropout)
+    model = _as_model(model)
+    _require_standard_attention(model, "choosing checkpoints")
+    require_positive(batch=batch, seq_len=seq_len)
+    if isinstance(saved, str) or not hasattr(saved, "__iter__"):
+        raise Error(f"saved must be a list of tensor names such as ['Q', 'K', 'V'], got {saved!r}; "
+                    f"valid names: {', '.join(checkpoint_names(model, flash_attention=flash_attention, dropout=dropout))}")
+    names = [_text("saved", n) for n in saved]
+    valid = checkpoint_names(model, flash_attention=flash_attention, dropout=dropout)
+    for n in names:
+        choose("checkpoint name in saved", n, valid)
+    keep = {"layer input", *names}
+    b = units.dtype_bytes(dtype, "dtype")
+    total, remat = 0.0, 0.0
+    tensors: tuple[SavedTensor, ...] = ()
+    for moe, count in ((False, model.dense_layers), (True, model.moe_layers)):
+        if not count:
+            continue
+        universe = _tensor_universe(model, seq_len=seq_len, b=b, flash=flash_attention, moe=moe, dropout=dropout)
+        tensors = tuple(universe[n] for n in valid if n in keep and n in universe)
+        total += count * batch * seq_len * sum(t.elements_per_token * t.bytes_per_element for t in tensors)
+        needed = {t.name for t in _saved_tensors(model, seq_len=seq_len, policy="none", b=b, flash=flash_attention,
+                                                 moe=moe, dropout=dropout)}
+        ops = _layer_ops(model, seq_len=seq_len, causal=causal, moe=moe, flash=flash_attention, dropout=dropout)
+        remat += count * _recompute_flops(ops, needed, keep)
+    label = "saved: " + ", ".join(n for n in valid if n in keep)
+    return ActivationMemory(model_name=model.name, policy=label, batch=batch, seq_len=seq_len,
                             tensors=tensors, bytes=total, remat_flops_per_token=remat)
 
 

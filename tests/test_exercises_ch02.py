@@ -10,7 +10,8 @@ HAND = {
     # 27e9 params x 2 B (bf16) / 2.8e12 B/s (v5p HBM), in ms
     "2.1": 27e9 * 2 / 2.8e12 * 1e3,
     # 128 x 128 cells x 2 FLOPs x 1.5e9 cycles/s, in TFLOP/s
-    "2.2": 128 * 128 * 2 * 1.5e9 / 1e12,
+    # 275 TFLOP/s over 2 cores x 4 MXUs x 2 x 128 x 128 FLOPs per cycle, in GHz
+    "2.2": 275e12 / (2 * 4 * 2 * 128 * 128) / 1e9,
     # 320 -> 512 and 640 -> 768 on a 256-wide array
     "2.3": (320 * 640) / (512 * 768),
     # 8x16 v5e: no wraparound on the 8 axis (7 hops), wraparound on the 16 axis (8 hops); 1 us each

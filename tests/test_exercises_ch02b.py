@@ -8,24 +8,25 @@ from scalebook.exercises import check, get, problems
 HAND = {
     # 2 x 8192^2 x 65536 FLOPs at the dense half of the 1.98 PFLOP/s sparse figure (990 TFLOP/s), in ms
     "2g.1": 2 * 8192 * 8192 * 65536 / 990e12 * 1e3,
-    # 148 SMs x 4 tensor cores
-    "2g.2": 592,
+    # 72 GPUs in the rack x 148 SMs x 4 tensor cores
+    "2g.2": 72 * 148 * 4,
     # compute 1e12 / 990e12 = 1.01 ms; HBM 2e9 / 3.4e12 = 0.59 ms; SMEM 5e10 / (132 x 128 x 1.98e9) = 1.49 ms
     "2g.3": 5e10 / (132 * 128 * 1.98e9) * 1e3,
     # fp8: 1 byte x 4.5e15 / 8e12 = 562.5 -> 563
     "2g.4": 563,
     # 810 GB over 8 links of 64 GB/s one way, in s
     "2g.5": 810e9 / 8 / 64e9,
-    # 10 GB each way at 64 GB/s takes 0.156 s; 990 TFLOP/s x 0.156 s, in TFLOP
-    "2g.6": 10e9 / 64e9 * 990e12 / 1e12,
-    # 72 / 2 GPUs x 900 GB/s one way, in TB/s
-    "2g.7": 36 * 900e9 / 1e12,
-    # 256 / 2 nodes x 400 GB/s / 2, in TB/s
-    "2g.8": 128 * 400e9 / 2 / 1e12,
+    # step: 6 x 8e9 x 16384 FLOPs at 2.5 PFLOP/s = 0.315 s; NVLink-C2C moves 225 GB/s each way meanwhile, in GB
+    "2g.6": 6 * 8e9 * 16384 / 2.5e15 * 225e9 / 1e9,
+    # rack bisection 36 x 900 GB/s = 32.4 TB/s; n H100 nodes give n / 2 x 400 GB/s -> n = 162
+    "2g.7": 162,
+    # full bisection 256 / 2 nodes x 400 GB/s = 51.2 TB/s; 51.2 / 40 = 1.28 (about 5:4)
+    "2g.8": 128 * 400e9 / 40e12,
     # 4 GB over 8 B200s: ring 2 x 4e9 x 7/8 / 900e9 minus SHARP 4e9 / 900e9, in ms
     "2g.9": (2 * 4e9 * 7 / 8 - 4e9) / 900e9 * 1e3,
-    # 16 GB: RS and AG in node 16e9 x 7/8 / 450e9 each; across 32 nodes 2 x 2e9 x 31/32 / 50e9; in ms
-    "2g.10": (2 * 16e9 * 7 / 8 / 450e9 + 2 * 2e9 * 31 / 32 / 50e9) * 1e3,
+    # per byte of gradient: RS and AG in the node 7/8 / 450e9 each, across 32 nodes 2 x (1/8) x 31/32 / 50e9;
+    # 0.1 s of it at 2 bytes per parameter, in parameters
+    "2g.10": 0.1 / (2 * (2 * 7 / 8 / 450e9 + 2 * (1 / 8) * 31 / 32 / 50e9)),
     # 512 B200s, 1 GB. Hierarchical, back to back: 2 x 1e9 x 7/8 / 900e9 + 2 x (1e9/8) x 63/64 / 50e9;
     # NCCL's flat rings, one per NIC, each carrying an eighth: 2 x (1e9/8) x 511/512 / 50e9
     "2g.11": (2 * 1e9 * 7 / 8 / 900e9 + 2 * 1e9 / 8 * 63 / 64 / 50e9) / (2 * 1e9 / 8 * 511 / 512 / 50e9),
@@ -42,7 +43,7 @@ HAND = {
 }
 
 IDS = sorted(HAND, key=lambda s: int(s.split(".")[1]))
-INTEGER = {"2g.2", "2g.4", "2g.14"}
+INTEGER = {"2g.2", "2g.4", "2g.7", "2g.14"}
 
 
 def test_every_chapter_2b_problem_has_a_hand_derivation():

@@ -11,13 +11,16 @@ HAND = {
     # 8192 x 16384 x 2 B gathered over a 16-long wraparound axis: V (15/16) / 90 GB/s, in ms
     "3.1": (8 * 1e-6 + 8192 * 16384 * 2 * 15 / 16 / 90e9) * 1e3,  # 16 // 2 = 8 hops
     # 0.5e9 x 2 B AllReduced over 16: 2 V (15/16) / 90 GB/s, in ms
-    "3.2": (16 * 1e-6 + 2 * 0.5e9 * 2 * 15 / 16 / 90e9) * 1e3,  # 8 hops each for RS and AG
+    # 3 GB over both axes of the pod: 2 V (255/256) / (2 x 90 GB/s), plus 16 hops each for RS and AG
+    "3.2": (32 * 1e-6 + 2 * 1.5e9 * 2 * 255 / 256 / (2 * 90e9)) * 1e3,
     # axis of 8 without a wraparound: 7 hops x 1 us = V (7/8) / 45 GB/s (one way), in kB
     "3.3": 7 * 1e-6 * 45e9 * 8 / 7 / 1e3,
     # 2BDF / (N C) = 2 (2BF) (N - 1) / (N W)  ->  W = 2 (N - 1) C / D = 2 x 15 x 197e12 / 8192, in GB/s
     "3.4": 2 * 15 * 197e12 / 8192 / 1e9,
     # 2 GB / (4 x 90 GB/s), in ms (16 is even: exactly a quarter crosses the cut)
-    "3.5": (8 * 1e-6 + 2e9 / (4 * 90e9)) * 1e3,  # 8 hops
+    # a line of 8: the 4 x 4 pairs across its middle send V/64 each through one link one way, 45 GB/s;
+    # 7 hops
+    "3.5": (7 * 1e-6 + 4 * 4 * 3e9 / 64 / 45e9) * 1e3,
     # 4096 x 16384 x 2 B over two wraparound axes of 256 chips: V (255/256) / (90 + 90 GB/s), in us
     "3.6": (16 * 1e-6 + 4096 * 16384 * 2 * 255 / 256 / 180e9) * 1e6,  # 8 + 8 hops
     # 2 (N - 1) = 14 ring steps of 3.4 us + 2 x 1.4 GB x 7/8 / (0.824 x 450 GB/s), in ms
@@ -44,7 +47,7 @@ HAND = {
     # the ReduceScatter of the weight gradient, V = 8192 x 32768 x 2 B, over 16 with a wraparound, in ms
     "3.15": (8 * 1e-6 + 8192 * 32768 * 2 * 15 / 16 / 90e9) * 1e3,  # 8 hops
     # C's block [512/4, 640] fp32 = 327.7 kB is smaller than A's gathered block [128, 1024] = 524 kB, so XLA
-    # reduces C: AllReduce over Y (N = 2): 2 V (1/2) = V, in kB
+    # reduces O: AllReduce over Y (N = 2): 2 V (1/2) = V, in kB
     "3.16": 128 * 640 * 4 / 1e3,
     # weights over X only: 2 x 4096 x 16384 x 2 B / 4 = 67 MB > 50 MB; over XY 33.5 MB fits. The first matmul
     # is free (case 1); the second ReduceScatters Out[B, 4096] bf16 over X and Y (4x2, no wraparound:
@@ -65,7 +68,7 @@ HAND = {
 IDS = sorted(HAND, key=lambda s: int(s.split(".")[1]))
 
 # Expected words in the hint for an answer 2x, 1000x and 8x the key.
-HINT_X2 = {"3.2": "ReduceScatter", "3.12": "hops double", "3.4": "2 FLOPs", "3.5": "each shard", "3.6": "two axes",
+HINT_X2 = {"3.2": "ReduceScatter", "3.12": "hops double", "3.4": "2 FLOPs", "3.5": "wraparound", "3.6": "two axes",
            "3.7": "twice", "3.9": "one direction", "3.10": "Y is not named", "3.15": "transpose",
            "3.17": "ReduceScatter onto the batch"}
 HINT_X8 = {"3.7": "per chip vs total"}
@@ -108,6 +111,7 @@ def test_factor_eight_slip(pid):
 
 def test_problem_specific_slips():
     assert "quarter" in check("3.5", 4 * HAND["3.5"]).message
+    assert "middle" in check("3.5", HAND["3.5"] / 4).message
     # 3.4 by the large-N rule: 2 N C / D = 2 x 16 x 197e12 / 8192
     assert "large-N" in check("3.4", 2 * 16 * 197e12 / 8192 / 1e9).message
     assert "(N - 1)/N" in check("3.8", HAND["3.8"] * 4 / 3).message
@@ -118,7 +122,7 @@ def test_problem_specific_slips():
     # 3.9 by the large-N rule: the line's W_1 equals the ring's W, 90 GB/s
     assert "large-N" in check("3.9", 90).message
     assert "round down" in check("3.13", HAND["3.13"] + 1).message
-    assert "reduces C" in check("3.16", 128 * 1024 * 4 / 2 / 1e3).message
+    assert "reduces O" in check("3.16", 128 * 1024 * 4 / 2 / 1e3).message
     # as a ring: 4 hops x 1 us x 90 GB/s x 8/7
     assert "no wraparound" in check("3.3", 4 * 1e-6 * 90e9 * 8 / 7 / 1e3).message
     # 3.19 without the hops' latency: 100 us x 90 GB/s x 16/15

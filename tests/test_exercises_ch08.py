@@ -284,9 +284,9 @@ HAND = {
     "8.13": decode_70b("h100", 8, 256, 1, 1) * 1e3,
     "8.14": (512 * 2048 * PALM62_FWD + 512 * PALM62_LOGITS) / 32 / (PEAK["tpu-v4p"] * CE),
     # 8.15: 405B with fp8 feed-forward weights only (llama3herd2024): 3 x 126 x 16384 x 53248 at 1 byte, the
-    # rest at 2; per GPU of 8: 80 GB - weights / 8 - workspace(2048) over 2560 x KV405 x 2 B / 8.
+    # rest at 2; per H200 of 8: 141 GB - weights / 8 - workspace(2048) over 2560 x KV405 x 2 B / 8.
     "8.16": speculation_break_even_70b(),
-    "8.15": math.floor((HBM["h100"] - (P405 * 2 - 3 * L4 * D4 * F4) / 8 - workspace(2048, 8, d=D4, f=F4))
+    "8.15": math.floor((HBM["h200"] - (P405 * 2 - 3 * L4 * D4 * F4) / 8 - workspace(2048, 8, d=D4, f=F4))
                        / (2560 * KV405 * 2 / 8)),
 }
 # Where the hand derivation rounds differently (a published total, a floor that moves with it) the

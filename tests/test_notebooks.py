@@ -21,7 +21,7 @@ def test_generated_notebook_is_up_to_date(md):
     assert nb.read_text(encoding="utf-8") == make_notebooks.render(md), f"{nb.name} is stale: run `make notebooks`"
 
 
-@pytest.mark.parametrize("md", CHAPTERS + EXERCISES, ids=lambda p: p.name)
+@pytest.mark.parametrize("md", CHAPTERS + EXERCISES + make_notebooks.book_pages_with_install_cell(), ids=lambda p: p.name)
 def test_first_code_cell_is_the_generated_install_cell(md):
     import jupytext
 

@@ -255,7 +255,7 @@ def check_solutions(page, base: str, name: str, problems: list[str]) -> None:
 # ------------------------------------------------------------------ interactive figures (issue 22)
 INTERACTIVE_JS = """(fig) => {
   const view = fig.scalebookView;
-  const texts = Array.from(fig.querySelectorAll('.sb-chart svg g.mark-text.role-mark text')).map(t => t.textContent);
+  const texts = Array.from(fig.querySelectorAll('.sb-chart svg g.mark-text.role-mark text, .sb-readout')).map(t => t.textContent);
   const signals = {};
   for (const name of JSON.parse(fig.dataset.controls)) signals[name] = view.signal(name);
   return {texts, signals};
@@ -398,7 +398,7 @@ def check_zoom(page, handle, where: str, problems: list[str], readout_ok) -> int
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--html", type=Path, default=HTML)
-    ap.add_argument("--screenshots", type=Path, help="write chapter.png, problems.png and their -phone.png "
+    ap.add_argument("--screenshots", type=Path, help="write chapter.png, problems.png, their -phone.png and interactive.png "
                     "versions (390 px) into this folder")
     ap.add_argument("--pages", nargs="*", help="only these pages (paths without suffix)")
     args = ap.parse_args(argv)
@@ -485,6 +485,14 @@ def main(argv: list[str] | None = None) -> int:
                                 "el => el.scrollIntoView({block: 'center'})")
                         pg.wait_for_timeout(500)
                         pg.screenshot(path=str(args.screenshots / f"{file}{suffix}.png"))
+                # The README's interactive figure: chapter 1's roofline, drawn, at 1280 px.
+                page.goto(base + "chapters/01-rooflines.html", wait_until="load")
+                _idle(page)
+                figure = page.locator("figure.sb-interactive").first
+                figure.scroll_into_view_if_needed()
+                page.wait_for_function("(f) => f.dataset.ready === '1'", arg=figure.element_handle(), timeout=60000)
+                page.wait_for_timeout(300)
+                figure.screenshot(path=str(args.screenshots / "interactive.png"))
             browser.close()
     finally:
         server.shutdown()

@@ -430,6 +430,12 @@ def sources() -> list[Path]:
     return sorted(p for d in SOURCES for p in (ROOT / d).glob("*.md"))
 
 
+def book_pages_with_install_cell() -> list[Path]:
+    """The book's own pages (book/*.md) that run code and so carry an install cell; they get no
+    notebook, but a reader who opens one in Colab installs the same wheel as from a chapter."""
+    return sorted(p for p in (ROOT / "book").glob("*.md") if "google.colab" in p.read_text(encoding="utf-8"))
+
+
 def committed_glued(md_path: Path) -> dict[str, str]:
     """The glued values recorded in the committed notebook (empty when there is none)."""
     nb_path = md_path.with_suffix(".ipynb")
@@ -545,6 +551,10 @@ def main(argv: list[str] | None = None) -> int:
             print("stale notebooks (run `make notebooks`): " + ", ".join(stale), file=sys.stderr)
             return 1
         return 0
+    if not args.pages:
+        for md in book_pages_with_install_cell():
+            if write_install_cell(md):
+                print(f"wrote the install cell of {md.relative_to(ROOT).as_posix()}", flush=True)
     failed = []
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(_build_one, str(md)): md for md in pages}

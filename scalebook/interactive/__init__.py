@@ -10,6 +10,8 @@ One function per figure, named after what it shows; each returns an `Interactive
     interactive.training_step()     # chapter 5: weights over DP, TP, remat, microbatch, batch
     interactive.frontier()          # chapter 7: weight and cache dtypes, TP, batch
     interactive.serving_cost()      # chapter 8: latency target
+    interactive.plan_front()        # chapter 6: model, chip, chip count
+    interactive.cheat_sheet()       # chapter 11: chip, dtype
     interactive.timeline()          # chapter 9: step, category (a recorded trace; zoom and hover)
     interactive.ring()              # chapter 10: collective, devices, one or both ways, step
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 from ._figure import Control, InteractiveFigure, SITE_ENV
 
-__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "serving_cost", "ring", "timeline", "figures"]
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "serving_cost", "plan_front", "cheat_sheet", "ring", "timeline", "figures"]
 
 
 def roofline() -> InteractiveFigure:
@@ -83,6 +85,23 @@ def serving_cost() -> InteractiveFigure:
     return costs.figure()
 
 
+def plan_front() -> InteractiveFigure:
+    """Chapter 6: the planner's time-memory front (days to train against memory per chip) for a
+    LLaMA-3 model on a chip and a chip count, the fastest plan marked
+    (`scalebook.interactive.planning`)."""
+    from . import planning
+
+    return planning.figure()
+
+
+def cheat_sheet() -> InteractiveFigure:
+    """Chapter 11: the rules of thumb of the cheat sheet that depend on the chip, recomputed for a
+    chip and a matmul dtype, as a table (`scalebook.interactive.cheatsheet`)."""
+    from . import cheatsheet
+
+    return cheatsheet.figure()
+
+
 def ring() -> InteractiveFigure:
     """Chapter 10: a ring AllGather, ReduceScatter or AllReduce of ppermutes stepped through, what
     each device holds after each step (`scalebook.interactive.rings`)."""
@@ -101,4 +120,5 @@ def timeline() -> InteractiveFigure:
 
 def figures() -> dict[str, InteractiveFigure]:
     """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
-    return {f.name: f for f in (roofline(), chips(), collective(), model_anatomy(), training_step(), frontier(), serving_cost(), ring(), timeline())}
+    return {f.name: f for f in (roofline(), chips(), collective(), model_anatomy(), training_step(), frontier(), serving_cost(),
+                                plan_front(), cheat_sheet(), ring(), timeline())}

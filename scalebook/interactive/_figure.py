@@ -182,8 +182,29 @@ class InteractiveFigure:
                 bind = alt.binding_range(min=0, max=len(c.values) - 1, step=1, name=c.label + " ")
                 value = c.values.index(c.initial)
             params.append(alt.param(name=c.name, value=value, bind=bind))
-        chart = self.chart(self.grid(), filters=True)
+        chart = self.chart(self.chart_rows(self.grid()), filters=True)
         return chart.add_params(*params).properties(description=self.alt)
+
+    @staticmethod
+    def chart_rows(rows: Sequence[dict]) -> list[dict]:
+        """`rows` as the chart gets them: the readout's text left out (the page prints it as HTML
+        beside the chart, `readouts`), each distinct row once. A readout row stays when it carries
+        more than its text (the point it marks on the chart)."""
+        seen, out = set(), []
+        for r in rows:
+            if r.get("kind") == "readout":
+                r = {k: v for k, v in r.items() if k != "text"}
+            key = json.dumps(r, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                out.append(r)
+        return out
+
+    def readouts(self) -> dict[str, str]:
+        """The readout of every setting of the grid, keyed by the controls' positions in their
+        values joined by commas ("0,2,1"): what the page's script shows as the controls move."""
+        return {",".join(str(c.values.index(s[c.name])) for c in self.controls): self.readout(**s)
+                for s in self.settings()}
 
     def filter_expression(self, extra: str = "") -> str:
         """The Vega expression that keeps the rows of the controls' current setting."""

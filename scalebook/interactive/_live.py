@@ -32,7 +32,8 @@ class Live:
             self.controls[c.name] = widget
         self.output = w.Output()
         self.caption = w.HTML(f"<p>{fig.caption}</p>")
-        self.widget = w.VBox([w.HBox(list(self.controls.values())), self.output, self.caption])
+        self.readout_line = w.HTML()  # the readout, above the chart as on the site
+        self.widget = w.VBox([w.HBox(list(self.controls.values())), self.readout_line, self.output, self.caption])
         self.rows: list[dict] = []
         self.readout = ""
         self._draw()
@@ -63,6 +64,9 @@ class Live:
 
         self.rows = self.fig.rows(**self.setting)
         self.readout = self.fig.readout(**self.setting)
+        from ._site import readout_html
+
+        self.readout_line.value = f"<p>{readout_html(self.readout)}</p>"
         self.chart = self.fig.chart(self.rows, filters=False).properties(description=self.fig.alt)
         if get_ipython() is None:  # not in a notebook (a script, a test): nothing to draw into
             return

@@ -91,8 +91,8 @@ CHIP_ORDER = tuple(c.display_name for c in hardware.chips())
 
 
 def chart(rows: list[dict], filters: bool):
-    """Horizontal bars, one per chip in the table's order, each labelled with its value, and the
-    readout above them."""
+    """Horizontal bars, one per chip in the table's order, each labelled with its value (the page
+    prints the readout above them)."""
     import altair as alt
 
     base = alt.Chart(alt.Data(values=rows))
@@ -104,10 +104,7 @@ def chart(rows: list[dict], filters: bool):
         x=x, y=y, tooltip=[alt.Tooltip("chip:N"), alt.Tooltip("label:N", title="value")],
         description=alt.Description("label:N"))
     labels = picked.mark_text(align="left", dx=3, fontSize=11, aria=False).encode(x=x, y=y, text="label:N")
-    readout = base.transform_filter(where("datum.kind == 'readout'")).mark_text(
-        align="left", baseline="bottom", lineBreak="\n", fontSize=12).encode(
-        x=alt.value(0), y=alt.value(-8), text="text:N")
-    return alt.layer(bars, labels, readout).properties(width=380, height=300, padding={"top": 60, "right": 90})
+    return alt.layer(bars, labels).properties(width=380, height=300, padding={"right": 90})
 
 
 def static(quantity: str, dtype: str):

@@ -70,7 +70,7 @@ def compute(collective: str, topology: str, axes: str, bytes_: float) -> list[di
 
 
 def chart(rows: list[dict], filters: bool):
-    """Log-log time against V (line), its bandwidth term (dashed), the chosen V (point) and the readout."""
+    """Log-log time against V (line), its bandwidth term (dashed), the chosen V (point) (the page prints the readout)."""
     import altair as alt
 
     base = alt.Chart(alt.Data(values=rows))
@@ -91,9 +91,7 @@ def chart(rows: list[dict], filters: bool):
         shape=alt.Shape("regime:N", scale=alt.Scale(domain=["latency", "bandwidth"], range=["triangle-up", "circle"]),
                         title="regime"),
         description=alt.Description("text:N"))
-    readout = readout_rows.mark_text(align="left", baseline="top", lineBreak="\n", fontSize=12).encode(
-        x=alt.value(6), y=alt.value(6), text="text:N")
-    return alt.layer(total, bandwidth, point, readout).properties(width=460, height=300)
+    return alt.layer(total, bandwidth, point).properties(width=460, height=300)
 
 
 def static(collective: str, topology: str, axes: str, bytes_: float):

@@ -80,24 +80,22 @@ def compute(target_ms: float) -> list[dict]:
 
 
 def chart(rows: list[dict], filters: bool):
-    """Horizontal bars of USD per million output tokens, one per chip, labelled, and the readout."""
+    """Horizontal bars of USD per million output tokens, one per chip, labelled (the page prints the readout)."""
     import altair as alt
 
     names = [hardware.chip(c).display_name for c in priced_chips()]
     base = alt.Chart(alt.Data(values=rows))
     where = FIGURE.filter_expression if filters else (lambda extra="": extra)
     y = alt.Y("chip:N", sort=names, scale=alt.Scale(domain=names), title=None)
-    x = alt.X("usd:Q", scale=alt.Scale(type="log", domain=[0.1, 100]), title="USD per million output tokens")
+    x = alt.X("usd:Q", scale=alt.Scale(type="log", domain=[0.1, 100]), stack=None, title="USD per million output tokens")
     picked = base.transform_filter(where("datum.kind == 'bar'"))
+    # A log axis has no zero: each bar starts at the axis's left end (Vega-Lite draws none otherwise).
     bars = picked.mark_bar(color="#0072b2").encode(
-        x=x, y=y, tooltip=[alt.Tooltip("chip:N"), alt.Tooltip("label:N", title="USD/M"),
+        x=x, x2=alt.value(0), y=y, tooltip=[alt.Tooltip("chip:N"), alt.Tooltip("label:N", title="USD/M"),
                            alt.Tooltip("how:N", title="configuration")],
         description=alt.Description("how:N"))
     labels = picked.mark_text(align="left", dx=3, fontSize=11, aria=False).encode(x=x, y=y, text="label:N")
-    readout = base.transform_filter(where("datum.kind == 'readout'")).mark_text(
-        align="left", baseline="bottom", lineBreak="\n", fontSize=11).encode(
-        x=alt.value(0), y=alt.value(-8), text="text:N")
-    return alt.layer(bars, labels, readout).properties(width=360, height=140, padding={"top": 70, "right": 60})
+    return alt.layer(bars, labels).properties(width=360, height=140, padding={"right": 60})
 
 
 def static(target_ms: float):

@@ -53,7 +53,7 @@ def compute(weights: str, kv: str, tp: int, batch: int) -> list[dict]:
 
 
 def chart(rows: list[dict], filters: bool):
-    """Log-log frontier (line with points), the chosen batch (large point) and the readout."""
+    """Log-log frontier (line with points), the chosen batch (large point) (the page prints the readout)."""
     import altair as alt
 
     base = alt.Chart(alt.Data(values=rows))
@@ -66,9 +66,7 @@ def chart(rows: list[dict], filters: bool):
     point = picked.transform_filter("isValid(datum.tps)").mark_point(
         filled=True, size=160, color="#d55e00", shape="diamond", clip=True).encode(
         x=x, y=y, description=alt.Description("text:N"))
-    readout = picked.mark_text(align="left", baseline="top", lineBreak="\n", fontSize=12).encode(
-        x=alt.value(6), y=alt.value(6), text="text:N")
-    return alt.layer(curve, point, readout).properties(width=460, height=300)
+    return alt.layer(curve, point).properties(width=460, height=300)
 
 
 def static(weights: str, kv: str, tp: int, batch: int):

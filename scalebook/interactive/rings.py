@@ -22,9 +22,9 @@ Site data. The slider runs to the longest schedule of the grid (an AllReduce one
 devices: 14 steps). A cell's value holds over a run of steps, so a cell is one row with the first
 and last step it holds (`s0`, `s1`), for all positions of the slider, and the chart keeps the rows
 whose run contains the slider's step (`datum.s0 <= after && after <= datum.s1`, a filter on
-positions, no arithmetic of the model); the sends of a step and the readout of a step are rows
-with s0 = s1. Past the last step the table stays at the end state and the readout says when it
-ended.
+positions, no arithmetic of the model); the sends of a step are rows with s0 = s1. The readout
+is the page's (one text per setting, printed above the chart), so its row depends on no control
+here. Past the last step the table stays at the end state and the readout says when it ended.
 """
 from __future__ import annotations
 
@@ -178,8 +178,7 @@ def compute(collective: str, devices: int, ways: str, after: int) -> list[dict]:
             arrow = "↓" if t.direction > 0 else "↑"
             rows.append({"kind": "send", "d": t.dst, "b": t.block, "src": t.src, "mark": f"{arrow}{t.src}",
                          "s0": after, "s1": after, "on": on})
-    rows.append({"kind": "readout", "text": readout(kind, n, "both" if both else "one", after),
-                 "s0": after, "s1": after, "on": on})
+    rows.append({"kind": "readout", "text": readout(kind, n, "both" if both else "one", after), "on": ()})
     return rows
 
 
@@ -190,7 +189,7 @@ def _step_filter() -> str:
 def chart(rows: list[dict], filters: bool):
     """A device x block grid: cells coloured by block, shaded by how many parts they sum (AllGather:
     held or not); the cells that receive a block in this step outlined, with an arrow and the
-    sender; and the readout above."""
+    sender. (The page prints the readout above the chart.)"""
     import altair as alt
 
     base = alt.Chart(alt.Data(values=rows))
@@ -221,11 +220,7 @@ def chart(rows: list[dict], filters: bool):
     marks = sends.mark_text(fontSize=9, align="left", baseline="top", dx=-13, dy=-13, aria=False).encode(
         x=x, y=y, text="mark:N")
     size = 34 * n
-    readout = base.transform_filter(where("datum.kind == 'readout'")).mark_text(
-        align="left", baseline="top", lineBreak="\n", fontSize=11, lineHeight=15).encode(
-        x=alt.value(-40), y=alt.value(size + 42), text="text:N")
-    return alt.layer(bg, cells, counts, outline, marks, readout).properties(
-        width=size, height=size, padding={"bottom": 80, "right": 10})
+    return alt.layer(bg, cells, counts, outline, marks).properties(width=size, height=size)
 
 
 def static(collective: str, devices: int, ways: str, after: int):

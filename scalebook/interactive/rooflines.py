@@ -47,7 +47,7 @@ def compute(chip: str, dtype: str, batch: float) -> list[dict]:
     f = units.format_quantity
     text = (f"{_short(chip)}, {dtype}, batch {batch:,.0f}: intensity {mm.intensity_flops_per_byte:,.0f} FLOP/B, "
             f"corner {corner:,.0f} FLOP/B\n"
-            f"{mm.bound}-bound: {f(attained, 'FLOP/s')}, {100 * attained / peak:.0f}% of peak "
+            f"{mm.bound}-bound: {f(attained, 'FLOP/s')}, {units.fmt_percent(attained / peak, 0)} of peak "
             f"(critical batch {b_star:,.0f})")
     point = {"kind": "readout", "x": _pos(mm.intensity_flops_per_byte), "tflops": _pos(attained / 1e12),
              "bound": mm.bound, "text": text}
@@ -55,7 +55,7 @@ def compute(chip: str, dtype: str, batch: float) -> list[dict]:
 
 
 def chart(rows: list[dict], filters: bool):
-    """Log-log roof (line), the matmul (point coloured by its bound) and the readout (text)."""
+    """Log-log roof (line), the matmul (point coloured by its bound) (the page prints the readout)."""
     import altair as alt
 
     base = alt.Chart(alt.Data(values=rows))
@@ -73,10 +73,7 @@ def chart(rows: list[dict], filters: bool):
         shape=alt.Shape("bound:N", scale=alt.Scale(domain=["memory", "compute"], range=["triangle-up", "circle"]),
                         title="bound"),
         tooltip=[alt.Tooltip("text:N", title="matmul")], description=alt.Description("text:N"))
-    readout = base.transform_filter(where("datum.kind == 'readout'")).mark_text(
-        align="left", baseline="top", lineBreak="\n", fontSize=12).encode(
-        x=alt.value(6), y=alt.value(6), text="text:N")
-    return alt.layer(roof, point, readout).properties(width=460, height=300)
+    return alt.layer(roof, point).properties(width=460, height=300)
 
 
 def static(chip: str, dtype: str, batch: float):

@@ -132,7 +132,7 @@ def compute(step: int, category: str) -> list[dict]:
            for e in prof.ops(step=step) if category == "all" or group_of(e.category) == category]
     names = [{"kind": "name", "i": i, "n": n, "c": c, "g": group_of(c), "jax": j, "on": ()}
              for i, (n, c, j) in enumerate(_names())]
-    return ops + names + [{"kind": "readout", "text": readout(step, category)}]
+    return ops + names + [{"kind": "readout", "text": readout(step, category), "on": ()}]
 
 
 def _csv(ops: list[dict]) -> str:
@@ -145,15 +145,14 @@ def _csv(ops: list[dict]) -> str:
 
 
 def chart(rows: list[dict], filters: bool):
-    """Bars of op executions (device x time, colour by category) with scale-bound zoom and tooltips,
-    and the readout below."""
+    """Bars of op executions (device x time, colour by category) with scale-bound zoom and tooltips.
+    (The page prints the readout above the chart.)"""
     import altair as alt
 
     from ..plots.profiling import CATEGORY_COLORS
 
     ops = [r for r in rows if r.get("kind") == "op"]
     names = [{k: r[k] for k in ("i", "n", "c", "g", "jax")} for r in rows if r.get("kind") == "name"]
-    rest = [r for r in rows if r.get("kind") not in ("op", "name")]
     if filters:
         keep = FIGURE.filter_expression("(category == 'all' || datum.g == category)")
     else:
@@ -176,11 +175,7 @@ def chart(rows: list[dict], filters: bool):
                  alt.Tooltip("c:N", title="category"), alt.Tooltip("us:Q", title="µs", format=".1f"),
                  alt.Tooltip("d:O", title="device")],
     ).add_params(zoom)
-    readout = alt.Chart(alt.Data(values=rest)).transform_filter(
-        FIGURE.filter_expression("datum.kind == 'readout'") if filters else "datum.kind == 'readout'"
-    ).mark_text(align="left", baseline="top", lineBreak="\n", fontSize=11, lineHeight=15, clip=False).encode(
-        x=alt.value(-30), y=alt.value(330), text="text:N")
-    return alt.layer(bars, readout).properties(width=560, height=220, padding={"bottom": 170, "right": 10})
+    return bars.properties(width=560, height=220)
 
 
 def static(step: int, category: str):

@@ -56,7 +56,7 @@ def compute(data: str, tp: int, remat: str, microbatch: str, batch_tokens: float
     label = DATA_LABELS[DATA.index(data)] + (f" x TP {tp}" if tp > 1 else "")
     micro = "" if microbatch == "whole" else f", microbatches of {microbatch} sequence"
     text = (f"{label}, remat {remat}{micro}, {batch_tokens:,.0f} tokens: {f(total, 'B')} of {f(e.memory.hbm_bytes, 'B')} "
-            f"per chip ({fits})\nstep {f(e.step_seconds, 's')}, MFU {100 * e.mfu:.0f}%")
+            f"per chip ({fits})\nstep {f(e.step_seconds, 's')}, MFU {units.fmt_percent(e.mfu, 0)}")
     row = {"kind": "readout", "text": text, "hbm_gb": _round(e.memory.hbm_bytes / 1e9)}
     row.update({f"GB {k}": _round(v / 1e9) for k, v in parts.items() if v > 0})
     row.update({f"time {k}": _round(v) for k, v in e.breakdown().items() if v > 0})
@@ -73,7 +73,7 @@ def _fields(rows: list[dict], prefix: str) -> list[str]:
 
 
 def chart(rows: list[dict], filters: bool):
-    """Two stacked bars (memory by part with the HBM line; step time by part) and the readout."""
+    """Two stacked bars: memory by part with the HBM line, step time by part (the page prints the readout)."""
     import altair as alt
 
     # A part a setting lacks (no TP traffic without TP) is zero: Vega-Lite's stack needs a number.
@@ -98,9 +98,7 @@ def chart(rows: list[dict], filters: bool):
     hbm = picked.mark_rule(color="black", strokeDash=[4, 3], aria=False).encode(x="hbm_gb:Q")
     memory = alt.layer(bar("GB ", "GB", "memory per chip (GB); dashed: HBM"), hbm)
     time = bar("time ", "s", "step time (s), exposed communication only")
-    readout = picked.mark_text(align="left", baseline="top", lineBreak="\n", fontSize=12).encode(
-        x=alt.value(0), y=alt.value(0), text="text:N").properties(width=460, height=36)
-    return alt.vconcat(readout, memory, time, spacing=12).resolve_scale(color="independent").configure_view(
+    return alt.vconcat(memory, time, spacing=12).resolve_scale(color="independent").configure_view(
         stroke=None)
 
 

@@ -29,12 +29,15 @@ def weights_read_time(params, dtype, chip_name):
     return params * units.dtype_bytes(dtype) / chip(chip_name).hbm_bytes_per_s / 1e-3
 
 
-@problem("2.2", title="Peak of one MXU", unit="TFLOP/s", chip_name="tpu-v5e",
-         hint="each cell does one multiply-add (2 FLOPs) per clock cycle")
-def one_mxu_peak(chip_name):
+@problem("2.2", title="The clock behind the v4's peak", unit="", chip_name="tpu-v4",
+         slips={2: "off by 2: each cell's multiply-add is 2 FLOPs per cycle",
+                0.5: "off by 2: a v4 chip has two TensorCores, each with its own MXUs"},
+         hint="peak = MXUs per chip x 2 x side^2 FLOPs per cycle x clock; solve for the clock")
+def v4_clock(chip_name):
+    # peak = cores x MXUs per core x 2 n^2 x clock  ->  clock = peak / (MXUs x 2 n^2)
+    c = chip(chip_name)
     n = mxu_size(chip_name)
-    clock = _tpu_data(chip_name)["mxu_clock_hz"]
-    return 2 * n * n * clock / 1e12
+    return c.peak_flops_per_s("bf16") / (c.micro.matrix_units_per_chip * 2 * n * n) / 1e9
 
 
 @problem("2.3", title="Padding on a 256-wide array", unit="", chip_name="tpu-v6e", d_in=320, d_out=640,

@@ -20,10 +20,12 @@ def sparse_sheet_matmul(flops, chip_name):
     return flops / dense_flops_per_s(sheet) / 1e-3
 
 
-@problem("2g.2", title="Tensor cores on a B200", unit="", rel_tol=_INT, chip_name="b200",
-         hint="one tensor core per SM quarter")
-def tensor_cores(chip_name):
-    return int(chip(chip_name).micro.matrix_units_per_chip)
+@problem("2g.2", title="Tensor cores in an NVL72 rack", unit="", rel_tol=_INT, chip_name="gb200",
+         slips={72: "that is one GPU's count: the rack holds a whole NVLink domain of GPUs"},
+         hint="one tensor core per SM quarter, on every GPU of the NVLink domain")
+def tensor_cores_rack(chip_name):
+    c = chip(chip_name)
+    return int(c.micro.matrix_units_per_chip * c.nvlink_domain)
 
 
 @problem("2g.3", title="Which level binds?", unit="ms", chip_name="h100", flops=1e12, hbm_bytes=2e9,
@@ -48,23 +50,35 @@ def checkpoint_load(bytes_, chip_name, gpus):
     return ml.host_transfer_seconds(chip_name, bytes_, chips=gpus)
 
 
-@problem("2g.6", title="Hiding an offload", unit="TFLOP", bytes_each_way=10e9, chip_name="h100",
-         slips={2: "off by 2: PCIe carries the two directions at the same time"})
-def hide_offload(bytes_each_way, chip_name):
-    # the copy out and the copy back overlap (full duplex): the step lasts bytes_each_way / W_host
-    return bytes_each_way * ml.critical_intensity(chip_name, "host") / 1e12
+@problem("2g.6", title="How much can a GB200 offload?", unit="GB", chip_name="gb200", params=8e9,
+         tokens=16384, slips={2: "off by 2: the host link carries the two directions at the same time, so the "
+                                 "copy out and the copy back overlap"},
+         hint="the step lasts 6 P tokens / C at peak; in that time the link moves W_host bytes each way")
+def gb200_offload_limit(chip_name, params, tokens):
+    # the step's compute time, 6 P D / C, times one direction of the host link (full duplex)
+    c = chip(chip_name)
+    step_seconds = 6 * params * tokens / c.peak_flops_per_s("bf16")
+    return step_seconds * ml.level_bytes_per_s(c, "host") / 1e9
 
 
-@problem("2g.7", title="Bisection of an NVL72 rack", unit="TB/s", chip_name="gb200",
-         slips={2: "off by 2: count one direction, as the rest of the book does"})
-def nvl72_bisection(chip_name):
-    return gn.nvlink_bisection_bytes_per_s(chip_name) / 1e12
+@problem("2g.7", title="InfiniBand nodes to match an NVL72 rack", unit="", rel_tol=_INT, chip_name="gb200",
+         node_chip="h100", slips={2: "off by 2: bisection counts half the nodes sending across the cut"},
+         hint="rack bisection = (GPUs / 2) x NVLink egress; a full fat tree of n nodes gives (n / 2) x node egress")
+def nodes_to_match_nvl72(chip_name, node_chip):
+    # (n / 2) x node egress >= rack bisection  ->  n = 2 x bisection / node egress, whole nodes
+    rack = gn.nvlink_bisection_bytes_per_s(chip_name)
+    return math.ceil(2 * rack / chip(node_chip).node_egress_bytes_per_s - 1e-9)
 
 
-@problem("2g.8", title="An oversubscribed fat tree", unit="TB/s", chip_name="h100", nodes=256, oversubscription=2,
-         hint="half the nodes send their egress across the cut, divided by the oversubscription")
-def oversubscribed(chip_name, nodes, oversubscription):
-    return gn.superpod(chip_name, nodes=nodes, oversubscription=oversubscription).bisection_bytes_per_s / 1e12
+@problem("2g.8", title="How far to oversubscribe", unit="", chip_name="h100", nodes=256, target_bytes_per_s=40e12,
+         hint="bisection = (nodes / 2) x node egress / oversubscription; solve for the oversubscription")
+def max_oversubscription(chip_name, nodes, target_bytes_per_s):
+    full = gn.superpod(chip_name, nodes=nodes).bisection_bytes_per_s
+    ratio = full / target_bytes_per_s
+    # the package's fat tree at that ratio gives back the target
+    assert math.isclose(gn.superpod(chip_name, nodes=nodes, oversubscription=ratio).bisection_bytes_per_s,
+                        target_bytes_per_s)
+    return ratio
 
 
 @problem("2g.9", title="What SHARP saves", unit="ms", bytes_=4e9, chip_name="b200",
@@ -73,10 +87,14 @@ def sharp_saving(bytes_, chip_name):
     return (gn.all_reduce_seconds(chip_name, bytes_) - gn.all_reduce_seconds(chip_name, bytes_, sharp=True)) / 1e-3
 
 
-@problem("2g.10", title="Gradients across 32 nodes", unit="ms", params=8e9, chip_name="h100", nodes=32,
-         hint="ReduceScatter in the node, AllReduce of 1/8 across nodes, AllGather in the node; add them")
-def gradients_hierarchical(params, chip_name, nodes):
-    return gn.hierarchical_all_reduce(chip_name, params * 2, nodes=nodes).seconds / 1e-3
+@problem("2g.10", title="The largest model a 100 ms AllReduce allows", unit="param", chip_name="h100", nodes=32,
+         budget_seconds=0.1,
+         slips={2: "off by 2: bf16 gradients are 2 bytes per parameter"},
+         hint="the hierarchical AllReduce's time is proportional to its bytes: time one byte, then divide")
+def largest_model_for_allreduce(chip_name, nodes, budget_seconds):
+    # every stage is bandwidth-bound, so the time is linear in the bytes: scale a 1-byte array
+    per_byte = gn.hierarchical_all_reduce(chip_name, 1.0, nodes=nodes).seconds
+    return budget_seconds / per_byte / 2  # bf16 gradients: 2 bytes per parameter
 
 
 @problem("2g.11", title="NCCL's rings or hierarchical?", unit="", bytes_=1e9, chip_name="b200", nodes=64,

@@ -18,13 +18,13 @@ def allgather_one_axis(rows, cols, dtype, chip_name, shape, axis):
     return collectives.all_gather(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS
 
 
-@problem("3.2", title="Summing gradients with an AllReduce", unit="ms", chips=16,
-         params=0.5e9, dtype="bf16", chip_name="tpu-v5e", shape="16x16", axis="Y",
+@problem("3.2", title="Summing gradients over a whole pod", unit="ms", chips=256,
+         params=1.5e9, dtype="bf16", chip_name="tpu-v5e", shape="16x16", axes=("X", "Y"),
          slips={2: "off by 2: an AllReduce is a ReduceScatter followed by an AllGather, each costing V / W"},
-         hint="AllReduce = ReduceScatter + AllGather: 2 V (N - 1) / (N W)")
-def allreduce_gradients(params, dtype, chip_name, shape, axis):
+         hint="AllReduce over k equal axes of N chips in all: 2 V (N - 1) / (N k W), plus both phases' hops")
+def allreduce_gradients(params, dtype, chip_name, shape, axes):
     v = params * units.dtype_bytes(dtype)
-    return collectives.all_reduce(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS
+    return collectives.all_reduce(topology.slice(chip_name, shape), axes=axes, bytes_=v).seconds / _MS
 
 
 @problem("3.3", title="Where latency stops mattering", unit="kB",
@@ -54,11 +54,12 @@ def link_to_hide_allreduce(chip_name, shape, axis, d_model, dtype):
     return topo.axis(axis).bytes_per_s * comm / compute / 1e9
 
 
-@problem("3.5", title="Routing tokens with an AllToAll", unit="ms", chips=16,
-         bytes_=2e9, chip_name="tpu-v5e", shape="16x16", axis="X",
-         slips={4: "off by 4: on a bidirectional ring an AllToAll costs a quarter of an AllGather of the same array",
-                2: "off by 2: each shard travels a quarter of the ring on average, both directions at once"},
-         hint="AllToAll ~ V / (4 W) on a ring with a wraparound")
+@problem("3.5", title="Routing tokens along a line", unit="ms",
+         bytes_=3e9, chip_name="tpu-v5e", shape="8x16", axis="X",
+         slips={4: "off by 4: an AllToAll moves a quarter of the array across the middle of the line, not all of it",
+                2: "off by 2: the axis of 8 has no wraparound, so only one link in each direction crosses "
+                   "its middle (a ring would have two)"},
+         hint="without a wraparound, the one link across the middle carries V / 4 in each direction")
 def alltoall_tokens(bytes_, chip_name, shape, axis):
     return collectives.all_to_all(topology.slice(chip_name, shape), axes=axis, bytes_=bytes_).seconds / _MS
 
@@ -179,10 +180,10 @@ def backward_of_gather(chip_name, shape, axis, d_model, d_ff, dtype):
     return collectives.reduce_scatter(topology.slice(chip_name, shape), axes=axis, bytes_=v).seconds / _MS
 
 
-@problem("3.16", title="What XLA sends", unit="kB", spec="A[I_X, J_Y] @ B[J, K] -> C[I_X, K]",
+@problem("3.16", title="What XLA sends", unit="kB", spec="A[I_X, J_Y] @ B[J, K] -> O[I_X, K]",
          mesh={"X": 4, "Y": 2}, dims={"I": 512, "J": 1024, "K": 640}, dtype="fp32",
-         slips={0.8: "that is what gathering A sends; XLA compares the sizes of the arrays, and C's block is "
-                     "smaller than A's gathered block, so it reduces C"},
+         slips={0.8: "that is what gathering A sends; XLA compares the sizes of the arrays, and O's block is "
+                     "smaller than A's gathered block, so it reduces O"},
          hint="XLA picks the decomposition whose gathered or reduced arrays are smaller in total; then count "
               "what each device sends for it (an AllReduce sends 2 V (N - 1) / N)")
 def xla_sends(spec, mesh, dims, dtype):

@@ -203,8 +203,8 @@ def palm_prefill(result):
     return max(step.compute_seconds, step.memory_seconds)
 
 
-@problem("8.15", title="Meta's fp8 recipe on one H100 node", unit="",
-         model="llama3-405b", chip="h100", tp=8, prompt_len=2048, output_len=512,
+@problem("8.15", title="Meta's fp8 recipe on an H200 node", unit="",
+         model="llama3-405b", chip="h200", tp=8, prompt_len=2048, output_len=512,
          hint="Meta quantised only the feed-forward weights to fp8 (3 L D F parameters at 1 byte); everything "
               "else stays bf16. Per GPU: HBM - weights / 8 - the 2048-token prefill workspace, over one request's "
               "bf16 cache per GPU (2 L K H x 2 bytes x 2560 tokens / 8), rounded down")
