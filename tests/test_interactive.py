@@ -1305,6 +1305,17 @@ def test_timeline_trace_is_the_training_step_on_8_devices(recorded_trace):
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", meta["recorded"]) and meta["jax"] and "timelines.record()" in meta["command"]
 
 
+def test_timeline_caption_gathers_first_then_allreduces_to_the_end(recorded_trace):
+    """What the caption asks the reader to find: in each step every AllGather has ended within
+    the first 30% of the step, and the AllReduces run on into its last 10%."""
+    for step in range(recorded_trace.steps):
+        start, end = recorded_trace.step_window(step)
+        ag = recorded_trace.ops(step=step, category="all-gather")
+        ar = recorded_trace.ops(step=step, category="all-reduce")
+        assert max(e.end for e in ag) - start < 0.3 * (end - start)
+        assert max(e.end for e in ar) - start > 0.9 * (end - start)
+
+
 def test_timeline_rows_are_read_traces_events(timeline_fig, recorded_trace):
     """Every op execution of a step is one bar: device, start from the step's first op and
     duration, to 0.1 µs, and the name and category read_trace gives it."""

@@ -245,7 +245,8 @@ FIGURE = InteractiveFigure(
     chart=chart,
     caption=("Move the step slider to watch the blocks travel: each step, every device passes one block to its "
              "right neighbour (down the grid, arrow ↓ with the sender's number) and, going both ways, one to its "
-             "left (↑). Switch from both ways to one way and the same collective takes about twice the steps; "
+             "left (↑). Switch from both ways to one way and the same collective takes N - 1 steps instead of "
+             "N/2 (for even N); "
              "switch to ReduceScatter and the number in a cell counts the devices whose parts the sum holds, "
              "reaching N on the diagonal at the end. The readout counts what device 0 has sent and what the "
              "steps so far take on a TPU v5p axis."),

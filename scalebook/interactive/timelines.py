@@ -231,8 +231,8 @@ FIGURE = InteractiveFigure(
     chart=chart,
     caption=("Drag the timeline to pan and turn the mouse wheel over it to zoom (double-click to reset), then hover "
              "over a bar for the HLO op, the JAX operation it came from and its duration. Show the collectives only "
-             "to see the AllGathers of FSDP bunched at the start of the step and the AllReduces of tensor parallelism "
-             "spread through it. The trace was recorded once with the package's profile_training on 8 simulated CPU "
+             "to see the AllGathers of FSDP bunched in the first part of the step and the AllReduces of tensor "
+             "parallelism spread through the rest of it. The trace was recorded once with the package's profile_training on 8 simulated CPU "
              "devices and ships with it; its times are a shared CPU's, not a TPU's."),
     alt=("Timeline of one recorded training step on 8 simulated CPU devices: one row per device, one bar per op, "
          "coloured by category (matmul, fusion, all-gather, all-reduce, other), zoomable along the time axis, with a "
