@@ -9,7 +9,7 @@ the Perfetto trace only the op events `profile.parse_trace` keeps (name, times, 
 `hlo_op`, `hlo_module`, `device_ordinal` and `run_id` arguments); the runtime's bookkeeping,
 including the `Rendezvous` events that time a collective's wait, is left out, so every
 `TraceEvent.wait` of this trace is 0. The file's `scalebook` entry says when, with which jax and
-by which command it was recorded (`RECORDED`). A trace recorded while the book builds would be
+by which command it was recorded (`recorded()`). A trace recorded while the book builds would be
 this machine's, like chapter 9's own figures, but differ from run to run; the committed one
 makes the figure, its tests and the site the same every time, and is read with the package's
 own `profile.read_trace` (with the HLO, so the categories are the HLO's), exactly as chapter 9
@@ -20,14 +20,15 @@ step's first op on x, colour by `profile.CATEGORIES`), the bars of one category 
 them (`GROUPS`: matmul, fusion, collective, other); a tooltip names each op (its HLO name, the
 JAX operation its metadata names, its category and duration). Dragging the plot pans and the
 wheel zooms the time axis (a Vega-Lite interval selection bound to the scale; a double click
-resets it). The readout gives `Profile.device_steps()` for the step: per device, the seconds in
+resets it); zooming is the mouse's or the touchpad's, while the step and category controls are
+keyboard operable like every figure's. The readout gives `Profile.device_steps()` for the step: per device, the seconds in
 each category group with each instant counted once, and idle, which add up to the step's window.
 
-Site data. 5,504 op executions as objects would weigh 400 kB, so the chart's op layer carries
-them as CSV text (device, start and duration in µs from the step's start rounded to 0.1 µs, the
-op's index, the step), and the op's name, category and JAX operation come from a table of the
-344 op names by index (a Vega-Lite lookup). The rows of `compute` are the same numbers as
-objects; `chart` only changes how they are written down.
+Site data. The 5,504 op executions of the two steps would weigh 321 kB as JSON objects and weigh
+115 kB as CSV, so the chart carries them as CSV text (device, start and duration in µs from the
+step's start rounded to 0.1 µs, the op's index, the step); the op's name, category and JAX
+operation come from a table of the 344 op names by index (a Vega-Lite lookup). The rows of
+`compute` are the same numbers as objects; `chart` only changes how they are written down.
 """
 from __future__ import annotations
 
