@@ -1059,3 +1059,363 @@ def test_plan_and_cheat_live_in_a_kernel_match_the_grid(name, setting):
 def test_plan_bad_input_names_the_argument(plan_fig, kwargs, match):
     with pytest.raises(Error, match=match):
         plan_fig.compute(**{"model": "llama3-8b", "chip": "h100", "chips": 1024, **kwargs})
+
+
+# ================================================================== helper interactive4: chapters 9 and 10
+# ------------------------------------------------------------------ chapter 10: a ring stepped through
+# (helper interactive4) TPU v5p, as in scalebook/data: 90 GB/s one way per ICI link (Austin et al.,
+# part 2), 1 µs per hop (the package's assumed ICI hop latency).
+V5P_ONE_WAY, HOP = 90e9, 1e-6
+
+
+@pytest.fixture(scope="module")
+def ring_fig():
+    return interactive.ring()
+
+
+def _table(rows, n):
+    """The device x block table the cell rows of one setting draw (0 where no cell is drawn)."""
+    table = [[0] * n for _ in range(n)]
+    for r in rows:
+        if r["kind"] == "cell":
+            assert table[r["d"]][r["b"]] == 0, "two cells drawn in one place"
+            table[r["d"]][r["b"]] = r["v"]
+    return table
+
+
+def test_ring_allgather_of_4_both_ways_after_step_1_by_hand(ring_fig):
+    """Both ways round 4 devices, k = ceil(3/2) = 2 steps. In step 1 every device sends its own
+    block to both neighbours, so device d then holds blocks d - 1, d and d + 1 (mod 4); device 0
+    has sent 2 blocks of V/4 = 16 MB; a step takes 16 MB / 90 GB/s + 1 µs = 179 µs, of 358 µs."""
+    rows = ring_fig.rows(collective="all-gather", devices=4, ways="both", after=1)
+    held = [{(d - 1) % 4, d, (d + 1) % 4} for d in range(4)]
+    assert _table(rows, 4) == [[1 if t in held[d] else 0 for t in range(4)] for d in range(4)]
+    sends = sorted((r["src"], r["d"], r["b"]) for r in rows if r["kind"] == "send")
+    assert sends == sorted([(d, (d + 1) % 4, d) for d in range(4)] + [(d, (d - 1) % 4, d) for d in range(4)])
+    step = 16e6 / V5P_ONE_WAY + HOP
+    text = ring_fig.readout(collective="all-gather", devices=4, ways="both", after=1)
+    assert text.splitlines() == [
+        "AllGather, 4 devices, both ways: step 1 of 2",
+        "every device sends one block right and one left",
+        "device 0 sends block 0 to device 1 and block 0 to device 3",
+        "device 0 has sent 2 blocks of V/4 = 32 MB (V = 64 MB)",
+        f"on a TPU v5p axis of 4 chips with a wraparound: {step * 1e6:.0f} µs of {2 * step * 1e6:.0f} µs"]
+
+
+def test_ring_reducescatter_of_8_both_ways_at_the_last_step_by_hand(ring_fig):
+    """Both ways round 8 devices: k = 4 steps right, m = 3 left. The sum of block t moving right
+    starts at device t - 4 and gains a part per hop, so device t - j keeps a sum of 5 - j parts
+    (j = 1..4); the one moving left starts at t + 3, so t + 1 keeps 3 and t + 2 keeps 2 parts,
+    t + 3 its own 1; device t ends with all 8. Only the right-moving sums move in step 4 (4 > m),
+    each of 4 parts, arriving on the diagonal. Device 0 has sent 4 + 3 = 7 blocks of V/8."""
+    rows = ring_fig.rows(collective="reduce-scatter", devices=8, ways="both", after=4)
+    by_offset = {0: 8, 1: 3, 2: 2, 3: 1, 4: 1, 5: 2, 6: 3, 7: 4}  # offset (d - t) mod 8 -> parts
+    assert _table(rows, 8) == [[by_offset[(d - t) % 8] for t in range(8)] for d in range(8)]
+    sends = [r for r in rows if r["kind"] == "send"]
+    assert sorted((r["src"], r["d"], r["b"]) for r in sends) == [(d, (d + 1) % 8, (d + 1) % 8) for d in range(8)]
+    assert all(r["mark"] == f"↓{r['src']}" for r in sends)
+    step = 8e6 / V5P_ONE_WAY + HOP
+    lines = ring_fig.readout(collective="reduce-scatter", devices=8, ways="both", after=4).splitlines()
+    assert lines[0] == "ReduceScatter, 8 devices, both ways: step 4 of 4"
+    assert lines[1] == "every device sends one block right"
+    assert lines[2] == "device 0 sends block 1 (a sum of 4 parts) to device 1"
+    assert lines[3] == "device 0 has sent 7 blocks of V/8 = 56 MB (V = 64 MB)"
+    assert lines[4].endswith(f"{4 * step * 1e6:.0f} µs of {4 * step * 1e6:.0f} µs")
+
+
+def test_ring_allreduce_one_way_is_a_reducescatter_then_an_allgather(ring_fig):
+    """One way round 4 devices: 3 ReduceScatter steps, then 3 AllGather steps of full sums. The sum
+    of block t starts at device t + 1 (t - 3 mod 4) and gains a part per hop, so after step 3
+    device t + 1 keeps 1 part, t + 2 keeps 2, t + 3 keeps 3 and t has all 4; after step 6 every
+    cell holds all 4. Device 0 has sent 6 blocks of V/4 = 96 MB, in 6 steps of
+    16 MB / 90 GB/s + 1 µs = 178.8 µs: 1.07 ms."""
+    by_offset = {0: 4, 1: 1, 2: 2, 3: 3}  # offset (d - t) mod 4 -> parts
+    assert _table(ring_fig.rows(collective="all-reduce", devices=4, ways="one", after=3), 4) == \
+        [[by_offset[(d - t) % 4] for t in range(4)] for d in range(4)]
+    assert all(v == 4 for row in _table(ring_fig.rows(collective="all-reduce", devices=4, ways="one", after=6), 4)
+               for v in row)
+    step = 16e6 / V5P_ONE_WAY + HOP
+    lines = ring_fig.readout(collective="all-reduce", devices=4, ways="one", after=6).splitlines()
+    assert lines[0] == "AllReduce, 4 devices, one way: step 6 of 6 (AllGather half)"
+    assert lines[3] == "device 0 has sent 6 blocks of V/4 = 96 MB (V = 64 MB)"
+    assert f"{6 * step * 1e3:.2f}" == "1.07"
+    assert lines[4].endswith("1.07 ms of 1.07 ms")
+    first = ring_fig.readout(collective="all-reduce", devices=4, ways="one", after=1).splitlines()[0]
+    assert first == "AllReduce, 4 devices, one way: step 1 of 6 (ReduceScatter half)"
+
+
+def test_ring_before_the_first_step_each_device_holds_its_own(ring_fig):
+    ag = ring_fig.rows(collective="all-gather", devices=8, ways="one", after=0)
+    assert _table(ag, 8) == [[int(d == t) for t in range(8)] for d in range(8)]
+    assert not [r for r in ag if r["kind"] == "send"]
+    assert ring_fig.readout(collective="all-gather", devices=8, ways="one", after=0).splitlines()[1:] == [
+        "each device holds its own block", "device 0 has sent nothing yet",
+        "on a TPU v5p axis of 8 chips with a wraparound: 0 s of 629 µs"]  # 7 x (8 MB / 90 GB/s + 1 µs)
+    rs = ring_fig.rows(collective="reduce-scatter", devices=8, ways="one", after=0)
+    assert _table(rs, 8) == [[1] * 8 for _ in range(8)]
+
+
+def test_ring_past_the_last_step_keeps_the_end_state_and_says_when_it_ended(ring_fig):
+    end = ring_fig.rows(collective="all-gather", devices=4, ways="both", after=2)
+    later = ring_fig.rows(collective="all-gather", devices=4, ways="both", after=9)
+    assert _table(later, 4) == _table(end, 4) == [[1] * 4 for _ in range(4)]
+    assert not [r for r in later if r["kind"] == "send"]
+    lines = ring_fig.readout(collective="all-gather", devices=4, ways="both", after=9).splitlines()
+    assert lines[:2] == ["AllGather, 4 devices, both ways: after step 9, finished at step 2",
+                         "every device holds every block"]
+    assert ring_fig.readout(collective="reduce-scatter", devices=4, ways="both", after=9).splitlines()[1] == \
+        "device d holds the sum of all parts of block d"
+    assert ring_fig.readout(collective="all-reduce", devices=4, ways="both", after=9).splitlines()[1] == \
+        "every device holds the sum of all parts of every block"
+
+
+def test_ring_a_ring_no_v5p_slice_has_says_so(ring_fig):
+    """N = 6: no published v5p slice has an axis of 6 chips (the live version takes it anyway)."""
+    text = ring_fig.readout(collective="all-gather", devices=6, ways="both", after=1)
+    assert text.splitlines()[-1] == "(no TPU v5p slice has an axis of 6 chips with a wraparound to price it on)"
+
+
+@pytest.mark.parametrize("collective", ["all-gather", "reduce-scatter", "all-reduce"])
+@pytest.mark.parametrize("devices, ways", [(4, "both"), (8, "one")])
+def test_ring_table_equals_ring_holdings_at_every_step(ring_fig, collective, devices, ways):
+    from scalebook import jax_collectives as jc
+
+    kinds = ["reduce-scatter", "all-gather"] if collective == "all-reduce" else [collective]
+    states = [s for i, k in enumerate(kinds)
+              for s in jc.ring_holdings(k, devices, bidirectional=ways == "both")[(1 if i else 0):]]
+    steps = jc.ring_steps(collective, devices, bidirectional=ways == "both")
+    assert len(states) == len(steps) + 1
+    for after, state in enumerate(states):
+        table = _table(ring_fig.rows(collective=collective, devices=devices, ways=ways, after=after), devices)
+        if collective == "all-reduce" and after > len(steps) // 2:  # gathered sums hold all N parts
+            state = [[devices if v else states[len(steps) // 2][d][t] for t, v in enumerate(r)]
+                     for d, r in enumerate(state)]
+        assert table == state, after
+
+
+def test_ring_every_step_of_every_setting_has_its_own_readout(ring_fig):
+    """What the browser check needs: moving the step slider always changes the readout."""
+    for s in ring_fig.settings():
+        if s["after"]:
+            before = dict(s, after=s["after"] - 1)
+            assert ring_fig.readout(**s) != ring_fig.readout(**before), s
+
+
+def test_ring_site_filter_keeps_exactly_one_settings_rows(ring_fig):
+    """The site keeps a row when the controls' filter passes and the slider's step lies in the
+    row's run s0..s1 (evaluated here on the grid)."""
+    setting = {"collective": "reduce-scatter", "devices": 8, "ways": "one", "after": 5}
+    marks = ring_fig.chart_rows(ring_fig.grid())
+    kept = [r for r in marks
+            if all(r.get(c.field) is None or r[c.field] == setting[c.name] for c in ring_fig.controls)
+            and (r.get("s0") is None or r["s0"] <= setting["after"] <= r["s1"])]
+    assert sorted(map(json.dumps, kept)) == sorted(map(json.dumps, ring_fig.chart_rows(ring_fig.rows(**setting))))
+    assert ring_fig.readouts()["1,1,1,5"] == ring_fig.readout(**setting)  # the page prints it above the chart
+    expr = ring_fig.site_chart().to_dict()
+    assert "datum.s0 <= after && after <= datum.s1" in json.dumps(expr)
+
+
+def test_ring_bad_input_names_the_argument(ring_fig):
+    with pytest.raises(Error, match="devices"):
+        ring_fig.rows(devices=1)
+    with pytest.raises(Error, match="collective"):
+        ring_fig.rows(collective="all-to-all")
+    with pytest.raises(Error, match="ways"):
+        ring_fig.rows(ways="sideways")
+    with pytest.raises(Error, match="after"):
+        ring_fig.rows(after=-1)
+
+
+def test_ring_live_matches_the_grid_and_takes_6_devices(ring_fig):
+    live = ring_fig.live()
+    live.set(collective="all-reduce", devices=8, ways="both", after=6)
+    assert live.readout == ring_fig.readout(collective="all-reduce", devices=8, ways="both", after=6)
+    assert sorted(map(json.dumps, live.rows)) == sorted(map(json.dumps, ring_fig.rows(
+        collective="all-reduce", devices=8, ways="both", after=6)))
+    assert len(_table(ring_fig.rows(devices=6, after=3), 6)) == 6
+
+
+def test_ring_end_state_is_what_the_chapters_rings_compute_on_8_cpu_devices(ring_fig):
+    """Run `jax_collectives.ring_all_gather` and `ring_reduce_scatter` (both ways) on 8 simulated
+    CPU devices. AllGather: device d's block is filled with d + 1 into a zero buffer, so a block is
+    held where it is non-zero. ReduceScatter: device d's part of every block is 2**d, so the sum a
+    device ends with has a 1 bit for each device whose part it holds. Both must equal the figure's
+    table after the last step."""
+    jax = pytest.importorskip("jax")
+    import numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from scalebook import jax_collectives as jc, xla
+
+    xla.use_cpu_devices(8)
+    mesh = xla.mesh({"X": 8})
+    rows = NamedSharding(mesh, P("X"))
+    x = jax.device_put(jax.numpy.repeat(jax.numpy.arange(1.0, 9.0), 2).reshape(8 * 2, 1), rows)  # device d: d + 1
+    ag = jax.jit(jax.shard_map(lambda b: jc.ring_all_gather(b, "X"), mesh=mesh, in_specs=P("X"),
+                               out_specs=P("X"), check_vma=False))(x)
+    copies = np.asarray(ag).reshape(8, 8, 2)  # device, block, rows
+    held = [[int((copies[d, t] != 0).all()) for t in range(8)] for d in range(8)]
+    assert held == _table(ring_fig.rows(collective="all-gather", devices=8, ways="both", after=4), 8)
+
+    parts = jax.device_put(jax.numpy.concatenate([jax.numpy.full((8, 1), 2.0 ** d) for d in range(8)]), rows)
+    rs = jax.jit(jax.shard_map(lambda p: jc.ring_reduce_scatter(p, "X"), mesh=mesh, in_specs=P("X"),
+                               out_specs=P("X")))(parts)
+    sums = np.asarray(rs).reshape(8).astype(int)
+    table = _table(ring_fig.rows(collective="reduce-scatter", devices=8, ways="both", after=4), 8)
+    assert [bin(s).count("1") for s in sums] == [table[d][d] for d in range(8)] == [8] * 8
+
+
+# ------------------------------------------------------------------ chapter 9: a recorded profile
+# (helper interactive4) The trace is package data (scalebook/data/ch9_trace.json.gz), recorded by
+# timelines.record(); these tests read it with the package's own reader and check what the figure
+# embeds against it, and facts of the recorded program anyone can check by hand.
+@pytest.fixture(scope="module")
+def timeline_fig():
+    return interactive.timeline()
+
+
+@pytest.fixture(scope="module")
+def recorded_trace():
+    from scalebook import profile
+    from scalebook.interactive import timelines
+
+    from importlib import resources
+    with resources.as_file(resources.files("scalebook").joinpath("data", timelines.TRACE_FILE)) as p:
+        return profile.read_trace(p, hlo=timelines.hlo_text())
+
+
+def _op_rows(rows):
+    return [r for r in rows if r["kind"] == "op"]
+
+
+def test_timeline_trace_is_the_training_step_on_8_devices(recorded_trace):
+    """The chapter's step: module jit_step, 8 devices, 2 traced steps, every device running the
+    same ops once per step (the chapter's first check of a profile), with AllGathers (FSDP) and
+    AllReduces (TP) among them."""
+    from scalebook.interactive import timelines
+
+    assert recorded_trace.module == "jit_step"
+    assert recorded_trace.devices == tuple(range(8))
+    assert recorded_trace.steps == timelines.STEPS == 2
+    first = recorded_trace.names(step=0, device=0)
+    assert all(recorded_trace.names(step=s, device=d) == first for s in range(2) for d in range(8))
+    kinds = {n.split(".")[0] for n in first if n.startswith(("all-gather", "all-reduce"))}
+    assert kinds == {"all-gather", "all-reduce"}
+    meta = timelines.recorded()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", meta["recorded"]) and meta["jax"] and "timelines.record()" in meta["command"]
+
+
+def test_timeline_caption_gathers_first_then_allreduces_to_the_end(recorded_trace):
+    """What the caption asks the reader to find: in each step every AllGather has ended within
+    the first 30% of the step, and the AllReduces run on into its last 10%."""
+    for step in range(recorded_trace.steps):
+        start, end = recorded_trace.step_window(step)
+        ag = recorded_trace.ops(step=step, category="all-gather")
+        ar = recorded_trace.ops(step=step, category="all-reduce")
+        assert max(e.end for e in ag) - start < 0.3 * (end - start)
+        assert max(e.end for e in ar) - start > 0.9 * (end - start)
+
+
+def test_timeline_rows_are_read_traces_events(timeline_fig, recorded_trace):
+    """Every op execution of a step is one bar: device, start from the step's first op and
+    duration, to 0.1 µs, and the name and category read_trace gives it."""
+    names = {r["i"]: r for r in timeline_fig.rows(step=1, category="all") if r["kind"] == "name"}
+    for step in range(2):
+        rows = _op_rows(timeline_fig.rows(step=step, category="all"))
+        events = recorded_trace.ops(step=step)
+        start, _ = recorded_trace.step_window(step)
+        assert len(rows) == len(events) == 8 * len(recorded_trace.names(step=step, device=0))
+        for r, e in zip(rows, events):
+            assert (r["d"], names[r["i"]]["n"], names[r["i"]]["c"]) == (e.device, e.name, e.category)
+            assert r["t"] == pytest.approx((e.start - start) * 1e6, abs=0.051)
+            assert r["w"] == pytest.approx(e.duration * 1e6, abs=0.051)
+
+
+def test_timeline_site_embeds_the_same_rows_as_csv(timeline_fig):
+    """The op layer's CSV, parsed back, is the grid's op rows (both steps, once each)."""
+    spec = timeline_fig.site_chart().to_dict()
+    assert spec["data"]["format"]["type"] == "csv"
+    csv = spec["data"]["values"]
+    head, *lines = csv.split("\n")
+    assert head == "d,t,w,i,step"
+    parsed = [dict(zip(head.split(","), map(float, line.split(",")))) for line in lines]
+    grid = _op_rows(timeline_fig.grid())
+    assert [(p["d"], p["t"], p["w"], p["i"], p["step"]) for p in parsed] == \
+        [(r["d"], r["t"], r["w"], r["i"], r["step"]) for r in grid]
+    assert "zoom" in json.dumps(spec) and '"bind": "scales"' in json.dumps(spec)
+
+
+def test_timeline_category_filter_keeps_that_groups_ops(timeline_fig, recorded_trace):
+    """Collectives only: the AllGathers and AllReduces; the site filter on the grid keeps exactly
+    the rows the package computes for that setting."""
+    rows = timeline_fig.rows(step=0, category="collective")
+    names = {r["i"]: r for r in rows if r["kind"] == "name"}
+    ops = _op_rows(rows)
+    assert ops and {names[r["i"]]["c"] for r in ops} == {"all-gather", "all-reduce"}
+    assert len(ops) == sum(1 for e in recorded_trace.ops(step=0) if e.category in ("all-gather", "all-reduce"))
+    setting = {"step": 0, "category": "collective"}
+    marks = timeline_fig.chart_rows(timeline_fig.grid())
+    by_i = {r["i"]: r for r in marks if r["kind"] == "name"}
+    kept = [r for r in marks
+            if all(r.get(c.field) is None or r[c.field] == setting[c.name] for c in timeline_fig.controls)
+            and (r["kind"] != "op" or by_i[r["i"]]["g"] == "collective")]
+    assert sorted(map(json.dumps, kept)) == sorted(map(json.dumps, timeline_fig.chart_rows(rows)))
+    assert timeline_fig.readouts()["0,3"] == timeline_fig.readout(**setting)  # printed above the chart
+
+
+def test_timeline_readout_totals_add_up_to_the_window(timeline_fig, recorded_trace):
+    """Each device's matmul + fusion + collective + other + idle is the step's window (to the
+    0.1 ms the readout prints, five terms: within 0.25 ms)."""
+    for step in range(2):
+        lines = timeline_fig.readout(step=step, category="all").splitlines()
+        window_ms = recorded_trace.step_seconds[step] * 1e3
+        assert lines[0].startswith(f"step {step + 1} of 2 of jit_step on 8 simulated devices: ")
+        device_lines = lines[2:]
+        assert len(device_lines) == 8
+        for d, line in enumerate(device_lines):
+            label, numbers = line.split(": ")
+            assert label == f"device {d}"
+            assert sum(map(float, numbers.split(", "))) == pytest.approx(window_ms, abs=0.25)
+
+
+def test_timeline_readout_counts_the_bars_shown(timeline_fig):
+    for category in ("all", "matmul", "fusion", "collective", "other"):
+        bars = len(_op_rows(timeline_fig.rows(step=1, category=category)))
+        assert f"({bars:,} bars)" in timeline_fig.readout(step=1, category=category)
+    readouts = {timeline_fig.readout(**s) for s in timeline_fig.settings()}
+    assert len(readouts) == len(timeline_fig.settings())  # every control move changes what is shown
+
+
+def test_timeline_bad_input_names_the_argument(timeline_fig):
+    with pytest.raises(Error, match="step"):
+        timeline_fig.rows(step=2)
+    with pytest.raises(Error, match="category"):
+        timeline_fig.rows(category="kernels")
+
+
+def test_timeline_live_matches_the_grid(timeline_fig):
+    live = timeline_fig.live()
+    live.set(step=1, category="matmul")
+    assert live.readout == timeline_fig.readout(step=1, category="matmul")
+    assert sorted(map(json.dumps, live.rows)) == sorted(map(json.dumps, timeline_fig.rows(step=1, category="matmul")))
+
+
+@pytest.mark.parametrize("name, setting", [
+    ("ring", {"collective": "reduce-scatter", "devices": 8, "ways": "one", "after": 5}),
+    ("timeline", {"step": 1, "category": "collective"}),
+])
+def test_ring_and_timeline_live_in_a_kernel_match_the_grid(name, setting):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from scalebook import interactive\n"
+        f"live = interactive.figures()[{name!r}].live()\n"
+        f"live.set(**{setting!r})\n"
+        "display(live)\n"
+        "print(repr(live.readout))")]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = nb.cells[0].outputs
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert printed.strip() == repr(interactive.figures()[name].readout(**setting))
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)

@@ -29,7 +29,8 @@ Every interactive figure (`scalebook.interactive`, issue 22) is drawn from the s
 scripts, carries its description as an ARIA label, and is operated with the keyboard: every
 control walked through all its values, and after each key the readout shown must equal the
 package's (`InteractiveFigure.readout`) for the setting the chart's parameters then hold, and
-change when the setting does (`check_interactive`).
+change when the setting does (`check_interactive`). A figure that zooms (chapter 9's timeline)
+is zoomed with the mouse wheel and reset with a double click (`check_zoom`).
 """
 from __future__ import annotations
 
@@ -346,7 +347,52 @@ def check_interactive(page, base: str, name: str, problems: list[str], load: boo
                     shown = now
             if len(seen) != len(c.values):
                 problems.append(f"{where}: the keyboard reached {len(seen)} of the {len(c.values)} values of '{c.label}'")
+        checked += check_zoom(page, handle, where, problems, readout_ok)
     return checked
+
+
+ZOOM_DOMAIN_JS = "(fig) => fig.scalebookView.scale('x').domain()"
+
+
+def _zooms(spec: object) -> bool:
+    """Whether a Vega-Lite spec (or any part of it) has a selection bound to its scales (zoom/pan)."""
+    if isinstance(spec, dict):
+        return spec.get("bind") == "scales" or any(_zooms(v) for v in spec.values())
+    if isinstance(spec, list):
+        return any(_zooms(v) for v in spec)
+    return False
+
+
+def check_zoom(page, handle, where: str, problems: list[str], readout_ok) -> int:
+    """For a figure whose chart zooms (a Vega-Lite interval selection bound to the scales, as chapter
+    9's timeline): turn the mouse wheel over the plotted marks and check that the x domain narrows
+    and the readout still equals the package's, then double-click and check that the domain comes
+    back. Returns the number of settings checked (0 for a figure that does not zoom)."""
+    import json
+
+    spec = json.loads(handle.locator("script.sb-spec").text_content())
+    if not _zooms(spec):
+        return 0
+    marks = handle.locator(".sb-chart svg g.role-mark").first
+    box = marks.bounding_box() if marks.count() else None
+    if not box:
+        problems.append(f"{where}: the chart zooms but has no marks to zoom over")
+        return 0
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    before = handle.evaluate(ZOOM_DOMAIN_JS)
+    page.mouse.move(x, y)
+    page.mouse.wheel(0, -400)
+    page.wait_for_timeout(200)
+    zoomed = handle.evaluate(ZOOM_DOMAIN_JS)
+    if not zoomed[1] - zoomed[0] < before[1] - before[0]:
+        problems.append(f"{where}: the mouse wheel over the chart did not zoom (x domain {before} -> {zoomed})")
+    readout_ok("zooming with the mouse wheel")
+    page.mouse.dblclick(x, y)
+    page.wait_for_timeout(200)
+    reset = handle.evaluate(ZOOM_DOMAIN_JS)
+    if [round(v, 6) for v in reset] != [round(v, 6) for v in before]:
+        problems.append(f"{where}: a double click did not reset the zoom (x domain {reset}, was {before})")
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,8 @@ One function per figure, named after what it shows; each returns an `Interactive
     interactive.serving_cost()      # chapter 8: latency target
     interactive.plan_front()        # chapter 6: model, chip, chip count
     interactive.cheat_sheet()       # chapter 11: chip, dtype
+    interactive.timeline()          # chapter 9: step, category (a recorded trace; zoom and hover)
+    interactive.ring()              # chapter 10: collective, devices, one or both ways, step
 
 Displayed in the book build it is a Vega-Lite chart over values the package computed for every
 setting of its controls (no server, no network: the site serves the Vega scripts itself); in
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 from ._figure import Control, InteractiveFigure, SITE_ENV
 
-__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "serving_cost", "plan_front", "cheat_sheet", "figures"]
+__all__ = ["Control", "InteractiveFigure", "SITE_ENV", "roofline", "chips", "collective", "model_anatomy", "training_step", "frontier", "serving_cost", "plan_front", "cheat_sheet", "ring", "timeline", "figures"]
 
 
 def roofline() -> InteractiveFigure:
@@ -100,7 +102,23 @@ def cheat_sheet() -> InteractiveFigure:
     return cheatsheet.figure()
 
 
+def ring() -> InteractiveFigure:
+    """Chapter 10: a ring AllGather, ReduceScatter or AllReduce of ppermutes stepped through, what
+    each device holds after each step (`scalebook.interactive.rings`)."""
+    from . import rings
+
+    return rings.figure()
+
+
+def timeline() -> InteractiveFigure:
+    """Chapter 9: a recorded profile of the training step on 8 simulated devices, op by op, to zoom
+    and hover, with each device's time by category (`scalebook.interactive.timelines`)."""
+    from . import timelines
+
+    return timelines.figure()
+
+
 def figures() -> dict[str, InteractiveFigure]:
     """Every interactive figure of the book, by name (what the browser check and the tests walk)."""
     return {f.name: f for f in (roofline(), chips(), collective(), model_anatomy(), training_step(), frontier(), serving_cost(),
-                                plan_front(), cheat_sheet())}
+                                plan_front(), cheat_sheet(), ring(), timeline())}

@@ -86,7 +86,7 @@ class Control:
 class InteractiveFigure:
     """A figure whose every shown value comes from `compute(**setting)` (a list of row dicts, each a
     mark of the chart, exactly one of them with `kind == "readout"` and a `text`; a row's optional
-    `on` names the controls it depends on, all by default), drawn by `chart(rows, filters)` (an
+    `on` names the controls it depends on, all by default, none if empty), drawn by `chart(rows, filters)` (an
     Altair chart; `filters` says whether to keep only the rows of the controls' current setting,
     with `filter_expression`). `static(**setting)` draws the fallback picture with
     `scalebook.plots`."""
@@ -132,7 +132,8 @@ class InteractiveFigure:
             tagged = []
             for row in self.compute(**full):
                 row = dict(row)
-                on = row.pop("on", None) or [c.name for c in self.controls]
+                on = row.pop("on", None)
+                on = [c.name for c in self.controls] if on is None else on  # () : no control
                 for c in self.controls:
                     if c.name in on:
                         row[c.name] = full[c.name]
