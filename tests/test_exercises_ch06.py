@@ -254,3 +254,11 @@ def test_6_4_ring_step_hides_almost_entirely_on_the_wrapped_axis():
 
 def test_6_4_key_is_not_the_chapters_step_on_the_full_slice():
     assert STEP_6_4 > 1.9 * STEP_4096
+
+def test_6_4_package_prices_the_ring_step_as_the_hand_derivation_does():
+    # One ring step on the wrapped 8-chip axis: the block's bytes over 90 GB/s plus one hop (not 7).
+    from scalebook import models
+    e = training.estimate(models.preset("llama3-70b"), strategy=training.Strategy(fsdp=256, cp=8), seq_len=T,
+                          batch_tokens=2**22, chip="tpu-v5p", chips=2048)
+    ring = next(c for c in e.collectives if c.parallelism == "cp")
+    assert ring.seconds == pytest.approx(CP_STEP_2048, rel=1e-3) and ring.count == 3 * 7 * L70
