@@ -23,6 +23,11 @@ MXUs and their size, VPU, VMEM (TPU); SMs, tensor cores, CUDA cores, registers, 
 and TMEM (GPU). Figures a vendor has not published are None. HBM capacities published in GiB are
 stored as GiB x 2**30 bytes. GPU spec sheets quote tensor-core peaks with 2:4 sparsity;
 `dense_flops_per_s` converts them (chapter 2b).
+
+TPU v2 and v3 are kept in the data file (`spec_data()["tpu"]`) but are not `Chip`s: each of their
+two TensorCores has its own HBM and is a separate device, so a per-chip record would not describe
+what a program runs on. v2's figures come from reports of Google's Hot Chips talks and Google's
+v2 page (the primary papers were not read); its ICI bandwidth is not stated there and stays None.
 """
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def test_6_2_boundary_is_clear():
     assert 16 * P70 / 8 > HBM["tpu-v5p"]
 
 
-# 6.4 and 6.6: FSDP512 x CP8 is compute-bound: per token per chip, 3F / (peak x eff) of matmuls plus the
+# 6.6 (and the chapter's slice that 6.4 halves): on 4096 v5p chips FSDP512 x CP8 is compute-bound: per token per chip, 3F / (peak x eff) of matmuls plus the
 # memory-bound passes (the optimizer update, ~0.1% of the step, is dropped), plus what stays exposed:
 # - the step's first FSDP gather, which nothing precedes: layer 0 and, as a second AllGather, the top-level
 #   weights (embeddings, final norm) in bf16, (511/512) of them over the 512-chip group, which spans the Y and
@@ -84,7 +84,18 @@ TOK_V5P = 2**22 / 4096  # tokens per chip per step (one microbatch)
 CP_STEP = TOK_V5P * 2 * K70 * H70 * 2 / 90e9 + 7 * ICI_HOP
 CP_HIDE = 2 * T * N70 * H70 * TOK_V5P / (8 * PEAK["tpu-v5p"] * EFF_TPU)
 CP_EXPOSED = 3 * 7 * L70 * max(0.0, CP_STEP - CP_HIDE)
-STEP_6_4 = SEC_PER_TOKEN_TPU * TOK_V5P + FIRST_GATHER_V5P + CP_EXPOSED
+STEP_4096 = SEC_PER_TOKEN_TPU * TOK_V5P + FIRST_GATHER_V5P + CP_EXPOSED
+
+# 6.4: the same batch on 2048 v5p chips (an 8 x 16 x 16 slice), FSDP256 x CP8, twice the tokens per chip.
+# The 8 CP chips fill the X axis, which has its wraparound (a multiple of the 4 x 4 x 4 cube), so a ring step
+# pays one hop; the 256-chip FSDP group is the Y and Z rings (180 GB/s both ways each, 8 hops each): 360 GB/s
+# and 16 hops per gather, (255/256) of the bytes.
+TOK_2048 = 2**22 / 2048
+FIRST_GATHER_2048 = ((P70 - P70_TOP) / L70 + P70_TOP) * 2 * (255 / 256) / 360e9 + 2 * 16 * ICI_HOP
+CP_STEP_2048 = TOK_2048 * 2 * K70 * H70 * 2 / 90e9 + 1 * ICI_HOP
+CP_HIDE_2048 = 2 * T * N70 * H70 * TOK_2048 / (8 * PEAK["tpu-v5p"] * EFF_TPU)
+CP_EXPOSED_2048 = 3 * 7 * L70 * max(0.0, CP_STEP_2048 - CP_HIDE_2048)
+STEP_6_4 = SEC_PER_TOKEN_TPU * TOK_2048 + FIRST_GATHER_2048 + CP_EXPOSED_2048
 
 # 6.7: FSDP over 512 nodes on InfiniBand, each GPU moving 1/8 of the weights (TP8 in the node) over its
 # 50 GB/s NIC share. Layer by layer: each layer's gather must fit in its forward compute (1/3 of the compute)
@@ -124,9 +135,9 @@ HAND = {
     "6.2": 16,
     # largest power of two below 6 P_layer W / (8 D beta C) on a TPU v5e, W = 90 GB/s bidirectional ICI per axis
     "6.3": 2 ** math.floor(math.log2(6 * layer_params(D70, N70, K70, H70, F70) * 90e9 / (8 * D70 * 2 * PEAK["tpu-v5e"]))),
-    "6.4": STEP_6_4,
+    "6.4": STEP_6_4 * 1e3,  # in ms
     "6.5": 8192,
-    "6.6": STEP_6_4 * 4096 / 2**22 * 15e12 / 3600 * NEGOTIATED["tpu-v5p"],
+    "6.6": STEP_4096 * 4096 / 2**22 * 15e12 / 3600 * NEGOTIATED["tpu-v5p"],
     "6.7": T_FSDP / SEC_PER_TOKEN_H100,
     "6.8": 4,
     "6.9": 100 * 3 * MTNLG_FWD * 1920 * 2048 / (60.1 * 2240 * PEAK["a100"]),
@@ -230,6 +241,24 @@ def test_the_other_layouts_of_6_4_are_slower():
 
     m = models.preset("llama3-70b")
     steps = {k: training.estimate(m, strategy=training.Strategy(**kw), seq_len=T, batch_tokens=2**22,
-                                  chip="tpu-v5p", chips=4096).step_seconds for k, kw in LAYOUTS_6_4.items()}
-    assert min(steps, key=steps.get) == "FSDP512 x CP8"
-    assert steps["FSDP512 x TP8"] > 1.2 * steps["FSDP512 x CP8"]
+                                  chip="tpu-v5p", chips=2048).step_seconds for k, kw in LAYOUTS_6_4.items()}
+    assert min(steps, key=steps.get) == "FSDP256 x CP8"
+    assert steps["FSDP256 x TP8"] > 1.2 * steps["FSDP256 x CP8"]
+
+
+def test_6_4_ring_step_hides_almost_entirely_on_the_wrapped_axis():
+    # By hand: 8.39 MB per ring step over 90 GB/s plus one hop, against 1/8 of the attention FLOPs of a layer.
+    assert CP_STEP_2048 == pytest.approx(2048 * 2 * 8 * 128 * 2 / 90e9 + 1e-6)
+    assert CP_EXPOSED_2048 < 0.001 * STEP_6_4
+
+
+def test_6_4_key_is_not_the_chapters_step_on_the_full_slice():
+    assert STEP_6_4 > 1.9 * STEP_4096
+
+def test_6_4_package_prices_the_ring_step_as_the_hand_derivation_does():
+    # One ring step on the wrapped 8-chip axis: the block's bytes over 90 GB/s plus one hop (not 7).
+    from scalebook import models
+    e = training.estimate(models.preset("llama3-70b"), strategy=training.Strategy(fsdp=256, cp=8), seq_len=T,
+                          batch_tokens=2**22, chip="tpu-v5p", chips=2048)
+    ring = next(c for c in e.collectives if c.parallelism == "cp")
+    assert ring.seconds == pytest.approx(CP_STEP_2048, rel=1e-3) and ring.count == 3 * 7 * L70

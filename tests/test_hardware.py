@@ -194,3 +194,36 @@ def test_b200_keeps_nominal_and_dgx_b200_memory():
 def test_v6e_hbm_is_32_gb_as_google_publishes_it():
     # Google Cloud TPU v6e page: "HBM capacity per chip | 32 GB"
     assert chip("tpu-v6e").hbm_bytes == 32e9
+
+
+def test_tpu_v2_is_recorded_like_v3_but_not_listed_as_a_chip():
+    # Two TensorCores with separate HBM: each core is a device, as on v3, so neither is a Chip.
+    from scalebook.hardware import spec_data
+    tpu = spec_data()["tpu"]
+    v2 = tpu["TPU v2"]
+    assert v2["cores_per_chip"] == tpu["TPU v3"]["cores_per_chip"] == 2
+    assert v2["megacore"] is False and tpu["TPU v3"]["megacore"] is False
+    assert "tpu-v2" not in chip_names() and "tpu-v3" not in chip_names()
+    with pytest.raises(Error):
+        chip("tpu-v2")
+
+
+def test_tpu_v2_figures_match_the_sources_read():
+    from scalebook.hardware import spec_data
+    v2 = spec_data()["tpu"]["TPU v2"]
+    assert v2["peak_bf16_flops_per_s"] == 45e12           # Tom's Hardware, Hot Chips 2017
+    assert v2["hbm_bw_bytes_per_s"] == 700e9              # AnandTech, Hot Chips 2020: "700 GB/s per chip"
+    assert v2["hbm_capacity_bytes"] == 32 * 2**30 / 2     # v3's 32 GiB (Google) halved ("2x HBM" on v3)
+    assert v2["pod_chips"] == 256                         # Google's v2 page: 256 chips, 512 TensorCores
+    assert v2["ici_bw_one_way_per_link_bytes_per_s"] is None and v2["ici_note"]
+    assert all(v2["sources"].values())
+
+
+def test_tpu_v2_parts_rebuild_its_peak_within_the_rounding_of_the_published_figure():
+    # By hand: 2 cores x 1 MXU x (2 x 128 x 128 FLOPs per cycle) x 700 MHz = 45.8752 TFLOP/s.
+    from scalebook.hardware import spec_data
+    v2 = spec_data()["tpu"]["TPU v2"]
+    side = int(v2["mxu_shape"].split("x")[0])
+    parts = v2["cores_per_chip"] * v2["mxus_per_core"] * 2 * side * side * v2["mxu_clock_hz"]
+    assert parts == pytest.approx(45.8752e12)
+    assert abs(parts / v2["peak_bf16_flops_per_s"] - 1) < 0.02

@@ -38,7 +38,7 @@ def decode_floor(model, chip, context):
 
 @problem("7.2", title="Short prompts at batch 512", unit="ms",
          model="llama3-8b", chip="h100", batch=512, context=128,
-         hint="compare the matmul time (2 FLOPs per weight per sequence, plus 4 N H C per layer for attention, "
+         hint="compare the matmul time (2 FLOPs per weight per sequence, plus 4 N_q H S per layer (S tokens of context) for attention, "
               "at 60% of peak) with the read time (weights once, plus every sequence's cache, at 80% of HBM); "
               "the step takes the longer")
 def short_prompts(model, chip, batch, context):
