@@ -8,13 +8,13 @@ stages each hold 1/pp of the layers. Chips = tp x ep x pp. Weights and KV cache 
 With `attention="batch"` (Pope et al. 2022, for multi-query models) the tp chips split the KV cache
 by sequence instead of by kv head, and move queries to it and back by AllToAll.
 
-One decode step of a batch of B sequences with C tokens of context, per chip (stage share 1/pp):
+One decode step of a batch of B sequences with S tokens of context, per chip (stage share 1/pp):
 
     bytes  = weights held (experts: only those some token picks, E (1 - (1 - k/E)^B) of E: each
              token picks k distinct experts, so a given expert escapes one token with probability
              1 - k/E, and all B tokens with (1 - k/E)^B)
-             + KV cache read, B / ep sequences x C tokens x 2 K H x bytes / min(tp, K)
-    FLOPs  = 2 x active params x B / (tp ep) + attention 4 N H C x B / (tp ep)   (per layer, summed)
+             + KV cache read, B / ep sequences x S tokens x 2 K H x bytes / min(tp, K)
+    FLOPs  = 2 x active params x B / (tp ep) + attention 4 N_q H S x B / (tp ep)   (per layer, summed)
     time   = max(FLOPs / (peak x compute efficiency), bytes / (HBM x bandwidth efficiency))
              + TP AllReduces (2 a layer of B / ep x D activations) + EP AllToAlls (2 a MoE layer)
 
@@ -30,7 +30,7 @@ alone: its logits at the prompt's last position give the first output token. Mem
 activations of one prefill pass of `workspace_tokens` tokens (default: the whole prompt), an
 input of `estimate`, `memory_per_chip` and `max_batch` stated in their results.
 
-Attention in decode reads C x 2 K H bytes per sequence for 4 N H C FLOPs: intensity 2N / (K b)
+Attention in decode reads S x 2 K H bytes per sequence for 4 N_q H S FLOPs: intensity 2 N_q / (K b)
 whatever the batch, so it stays memory-bound (Chapter 7). Prefill of P tokens is the same with
 B P tokens of FLOPs (causal attention) against one pass over the weights: compute-bound once
 P B exceeds the chip's critical batch.

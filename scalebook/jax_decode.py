@@ -329,7 +329,7 @@ class DecodeCosts(Readable):
     holds XLA against predicted + these):
 
     - `prefill_masked_score_flops`: the dense prefill computes all P x P scores and masks the upper
-      half; the model counts a causal kernel's half (B L P x 2 N H P FLOPs more in XLA).
+      half; the model counts a causal kernel's half (B L P x 2 N_q H P FLOPs more in XLA).
     - `decode_gather_table_bytes`: XLA's cost model charges the embedding lookup (a gather) for its
       whole operand, the V x D table, though it reads B rows.
     - `decode_score_bytes`: the [B, N, max_len] scores and probabilities that pass between XLA's

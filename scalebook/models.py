@@ -4,7 +4,7 @@ A `Transformer` is the shape of a decoder-only model and nothing else: sizes of 
 the kind of attention (MHA / GQA / MQA / MLA) and MLP (gated or plain), and the mixture of
 experts, if any. Counting its parameters, FLOPs and bytes is `scalebook.transformer`'s job.
 
-Notation of Chapter 4: L layers, D = d_model, N query heads, K kv heads, H head dim, F MLP
+Notation of Chapter 4: L layers, D = d_model, N_q query heads, K kv heads, H head dim, F MLP
 hidden width (per branch for a gated MLP), V vocabulary, E routed experts, k experts per token,
 S shared experts, F_e expert hidden width.
 
@@ -32,7 +32,7 @@ class Transformer(Readable):
 
     - Attention: `heads` (N) query heads of `head_dim` (H, default D / N); `kv_heads` (K,
       default N) key/value heads: K = N is MHA, 1 < K < N is GQA, K = 1 is MQA. N x H need not
-      equal D (Gemma's does not). Q and O are D x N H, K and V are D x K H each.
+      equal D (Gemma's does not). Q and O are D x N_q H, K and V are D x K H each.
     - MLA (DeepSeek-V2/V3): set `mla_kv_compression_dim` (the cached latent, d_c) and
       `mla_rope_head_dim` (the decoupled RoPE key, d_R, shared by all heads); `mla_q_compression_dim`
       (d'_c) is optional (0: queries are projected from D directly). H is then the per-head

@@ -639,9 +639,9 @@ def min_context_chunk(model: Transformer, *, chip: "str | Chip", link: str, acti
     """Tokens per context-parallel chunk above which ring attention hides its key/value traffic.
 
     A chunk of T/c tokens sends (T/c) 2 K H b bytes per ring step. Against it the chip computes
-    its queries' attention to one key/value chunk: 4 (T/c)^2 N H FLOPs for a full block, but with
+    its queries' attention to one key/value chunk: 4 (T/c)^2 N_q H FLOPs for a full block, but with
     a causal mask and load-balanced chunks (each chip holds an early and a late piece of the
-    sequence, so every ring step does the same work) half of that on average, 2 (T/c)^2 N H. The
+    sequence, so every ring step does the same work) half of that on average, 2 (T/c)^2 N_q H. The
     traffic hides when T/c >= b (K / N) C / W (Chapter 5): the per-step rule `step.evaluate` uses.
     """
     model = _as_model(model)

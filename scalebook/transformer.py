@@ -1,6 +1,6 @@
 """Parameters, FLOPs and bytes of a `Transformer` (Chapter 4).
 
-Notation (Chapter 4): L layers, D d_model, N query heads, K kv heads, H head dim, F MLP width
+Notation (Chapter 4): L layers, D d_model, N_q query heads, K kv heads, H head dim, F MLP width
 (one branch), V vocabulary, T sequence length, B batch; MoE: E routed experts, k per token, S
 shared, F_e expert width; MLA: d_c kv latent, d'_c q latent, d_R RoPE key dim. m = 3 matrices
 for a gated MLP, 2 for a plain one.
@@ -12,7 +12,7 @@ Conventions, used everywhere below:
 - Backward costs twice the forward (gradients with respect to the input and to the weights are
   one matmul each), so training costs 3 x forward per token: the "6 N" of 6 N D.
 - Attention scores: each query dots T keys (QK^T, 2 T N (H + d_R) FLOPs per token per layer)
-  and mixes T values (AV, 2 T N H). `causal=True` counts T / 2 keys per query on average, which
+  and mixes T values (AV, 2 T N_q H). `causal=True` counts T / 2 keys per query on average, which
   halves both, as a kernel that skips the masked half does (FlashAttention with causal blocks);
   a dense implementation that masks after computing all T x T scores does the full `causal=False`
   work.
@@ -65,9 +65,9 @@ def _mlp_matrices(model: Transformer) -> int:
 def _attention_weights(model: Transformer) -> int:
     """Matmul weights of one attention layer.
 
-    Standard: Q and O are D x N H, K and V are D x K H: 2 D N H + 2 D K H.
+    Standard: Q and O are D x N_q H, K and V are D x K H: 2 D N_q H + 2 D K H.
     MLA: queries D x d'_c then d'_c x N (H + d_R) (or D x N (H + d_R) without q compression);
-    keys/values D x (d_c + d_R) down, d_c x 2 N H up; O is N H x D.
+    keys/values D x (d_c + d_R) down, d_c x 2 N_q H up; O is N_q H x D.
     """
     D, N, K, H = model.d_model, model.heads, model.kv_heads, model.head_dim
     if not model.is_mla:
@@ -161,7 +161,7 @@ class ParamCounts(Readable):
 def params(model: Transformer) -> ParamCounts:
     """Parameter counts of `model` by part, with total and active (Chapter 4).
 
-    Dense LLaMA-style layer: 2 D N H + 2 D K H (attention) + 3 D F (gated MLP) + 2 D (norms);
+    Dense LLaMA-style layer: 2 D N_q H + 2 D K H (attention) + 3 D F (gated MLP) + 2 D (norms);
     total = L x layer + V D (x 2 untied) + D (final norm).
     """
     model = _as_model(model)
@@ -267,7 +267,7 @@ def flops_per_token(model: Transformer, *, seq_len: int = 0, causal: bool = True
     """Forward matmul FLOPs per token of the whole model at sequence length `seq_len` (Chapter 4).
 
     forward = 2 x active matmul parameters (embedding lookup excluded, unembedding 2 D V included)
-    + attention scores 4 T_eff N H per layer (T_eff = T/2 when `causal`). `seq_len=0` leaves the
+    + attention scores 4 T_eff N_q H per layer (T_eff = T/2 when `causal`). `seq_len=0` leaves the
     attention scores out. Training per token is 3 x forward (`.training_flops`).
     """
     _require_flag('causal', causal)
@@ -335,7 +335,7 @@ class ElementwiseFlops(Readable):
     - `softmax_flops`: per score, the running maximum, the subtraction, exp, the sum and the
       division: 5 per score, N T_eff scores per token (T_eff = T/2 when `causal`). The same count
       whether or not a fused kernel does it; fusing saves the bytes, not these FLOPs. The 1/sqrt(H)
-      scale is folded into the queries (N H per token, left out).
+      scale is folded into the queries (N_q H per token, left out).
     - `router_flops`: an MoE layer's softmax over its E routed experts, 5 E (top-k selection left out).
     """
 
@@ -407,7 +407,7 @@ def attention_crossover_seq_len(model: Transformer, *, causal: bool = False, moe
     """Sequence length T at which one layer's attention-score FLOPs equal all its other FLOPs.
 
     Score FLOPs per token (QK^T and AV) grow as T; the weight matmuls do not, so
-    T* = (projection + MLP FLOPs) / (score FLOPs per unit of T). For an MHA layer with N H = D
+    T* = (projection + MLP FLOPs) / (score FLOPs per unit of T). For an MHA layer with N_q H = D
     and a gated MLP of F = 4 D, T* = 8 D without the causal halving and 16 D with it (Chapter 4).
     """
     _require_flag('causal', causal)
@@ -680,7 +680,7 @@ def activation_memory(model: Transformer, *, batch: int, seq_len: int, policy: s
     """Activation bytes kept for the backward pass under remat `policy` (Chapter 4).
 
     bytes = sum over layers of B T x (elements per token of each saved tensor) x bytes per element.
-    A 'none' MHA gated layer without flash attention: B T (4 D + 4 N H + 3 F) + B N T^2 elements,
+    A 'none' MHA gated layer without flash attention: B T (4 D + 4 N_q H + 3 F) + B N_q T^2 elements,
     the T^2 term dominating at long context. Remat cost per token (`remat_flops_per_token`):
     'full' one more layer forward less the MLP down projection (its output only joins the
     residual stream, so no gradient needs it; a parallel block also skips the output projection);
@@ -949,21 +949,21 @@ def attention_intensity(model: Transformer, *, seq_len: int, batch: int = 1, pha
                         causal: bool = True, dtype: str = "bf16") -> AttentionIntensity:
     """Arithmetic intensity of one layer's attention in prefill or decode (Chapter 4).
 
-    With b bytes per element, N query heads, K kv heads of width H:
+    With b bytes per element, N_q query heads, K kv heads of width H:
 
-    - prefill, B sequences of T tokens: FLOPs 4 B T_eff T N H (T_eff = T/2 if `causal`), bytes
-      b B T (2 N H + 2 K H) (read Q, K, V; write O). Intensity 2 T_eff N / (b (N + K)): it grows
+    - prefill, B sequences of T tokens: FLOPs 4 B T_eff T N_q H (T_eff = T/2 if `causal`), bytes
+      b B T (2 N_q H + 2 K H) (read Q, K, V; write O). Intensity 2 T_eff N_q / (b (N_q + K)): it grows
       with T, so long prompts are compute-bound (T/2 per bf16 byte pair for MHA without causal
       halving).
-    - decode, one new token per sequence against T cached ones: FLOPs 4 B T N H, bytes
-      b B (2 T K H + 2 N H) (read the cache, read q, write o). Intensity 2 T N / (b (T K + N)),
+    - decode, one new token per sequence against T cached ones: FLOPs 4 B T N_q H, bytes
+      b B (2 T K H + 2 N_q H) (read the cache, read q, write o). Intensity 2 T N_q / (b (T K + N_q)),
       which tends to 2 N / (b K): the group size N/K in bf16, whatever B and T are, because
       every sequence reads its own cache. Decode attention is therefore memory-bound on every
       chip whose critical intensity exceeds N / K (all of them).
     - MLA decode (DeepSeek-V2/V3), in the absorbed form its kernels run: every head's query is
       mapped into the latent space and dots the cached latent and RoPE key (d_c + d_R), and the
       output mixes the latents (d_c): FLOPs 2 B T N (2 d_c + d_R), bytes b B (T (d_c + d_R)
-      + N (2 d_c + d_R)). All N heads share one cached latent, so the intensity tends to
+      + N_q (2 d_c + d_R)). All N_q heads share one cached latent, so the intensity tends to
       2 N (2 d_c + d_R) / (b (d_c + d_R)), about N in bf16. MLA prefill is not modelled.
     """
     _require_flag('causal', causal)
@@ -1051,13 +1051,13 @@ def flash_attention_cost(model: Transformer, *, batch: int, seq_len: int, causal
     With b bytes per element, c = 4 bytes for the fp32 per-row statistics, T_eff = T/2 if
     `causal`, per sequence:
 
-    - forward FLOPs 4 T_eff T N H (Q K^T and P V); bytes b T (2 N H + 2 K H) + c T N
+    - forward FLOPs 4 T_eff T N_q H (Q K^T and P V); bytes b T (2 N_q H + 2 K H) + c T N_q
       (read Q, K, V; write O and l);
-    - backward FLOPs 10 T_eff T N H: Q K^T again (the recomputation, 2 T_eff T N H), then
-      dV, dP, dQ, dK (2 T_eff T N H each); D = rowsum(dO o O) adds 2 T N H elementwise FLOPs
+    - backward FLOPs 10 T_eff T N_q H: Q K^T again (the recomputation, 2 T_eff T N_q H), then
+      dV, dP, dQ, dK (2 T_eff T N_q H each); D = rowsum(dO o O) adds 2 T N_q H elementwise FLOPs
       (`d_term_flops`, not in `backward_flops`);
     - backward bytes: a pass that reads O and dO and writes D, then the main pass reads Q, K,
-      V, dO, l and D and writes dQ, dK, dV: b T (5 N H + 4 K H) + 3 c T N.
+      V, dO, l and D and writes dQ, dK, dV: b T (5 N_q H + 4 K H) + 3 c T N_q.
 
     Bytes are the least a kernel moves (each tensor once); a tiled kernel re-reads K and V once
     per block of queries, which lowers the intensity towards the query block size.
