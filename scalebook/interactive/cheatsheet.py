@@ -37,8 +37,9 @@ from ._figure import InteractiveFigure, select
 
 DTYPES = ("bf16", "int8", "fp8")
 DASH = "—"
-#: Width (characters) at which a rule's text wraps onto a second line of the table.
-WRAP = 62
+#: Width (characters) at which a rule's text wraps (up to three lines): narrow enough that the table
+#: reads on a phone once its picture is scaled to the column.
+WRAP = 40
 
 
 def fast_axis(chip: "str | hardware.Chip") -> topology.Topology:
@@ -204,11 +205,11 @@ def chart(rows: list[dict], filters: bool):
             x=alt.value(x), y=alt.Y("i:O", axis=None, title=None, bandPosition=0.12), text=f"{field}:N")
 
     rule = column("rule", 0)
-    value = column("value", 390, fontWeight="bold")
-    ch = column("ch", 520, color="#555555", aria=False)
+    value = column("value", 255, fontWeight="bold")
+    ch = column("ch", 345, color="#555555", aria=False)
     stripes = picked.transform_filter("datum.i % 2 == 0").mark_rect(color="#f2f2f2", aria=False).encode(
-        y=y, x=alt.value(-4), x2=alt.value(580))
-    return alt.layer(stripes, rule, value, ch).properties(width=580, height=alt.Step(32)).configure_view(stroke=None)
+        y=y, x=alt.value(-4), x2=alt.value(400))
+    return alt.layer(stripes, rule, value, ch).properties(width=400, height=alt.Step(44)).configure_view(stroke=None)
 
 
 def static(chip: str, dtype: str):
