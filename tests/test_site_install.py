@@ -89,7 +89,7 @@ def test_the_wheel_ships_every_module_and_data_file_of_the_checkout_and_nothing_
     site, wheel = built_site
     assert wheel == site / "_static" / "dist" / WHEEL
     package = ROOT / "scalebook"
-    want = {p.relative_to(ROOT).as_posix() for p in [*package.rglob("*.py"), *package.glob("data/*.json")]
+    want = {p.relative_to(ROOT).as_posix() for p in [*package.rglob("*.py"), *package.glob("data/*.json"), *package.glob("data/*.gz")]
             if "__pycache__" not in p.parts}
     with zipfile.ZipFile(wheel) as z:
         shipped = {n for n in z.namelist() if not n.startswith(f"scalebook-{scalebook.__version__}.dist-info/")}
