@@ -27,6 +27,7 @@ the rule with whole named axes per kind.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, fields
 from typing import Mapping, Sequence
@@ -239,6 +240,7 @@ class Placement(Readable):
         return f"Placement({'; '.join(parts) or 'one chip'})"
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of frozen values; the planner asks thousands of times
 def _sub(a: Axis, size: int, stride: int) -> Axis:
     """Chips stride*i (i < size) of axis `a`: the whole axis keeps its links, a part does not wrap."""
     if size == a.size:
