@@ -56,11 +56,22 @@ def printed_forms(x: float) -> set[str]:
     return forms
 
 
-def appears(form: str, text: str, unit: str = "") -> bool:
+#: Time units a chapter prints its measurements in (wall-clock times of this run, which vary).
+TIME_UNITS = ("ns", "µs", "us", "ms", "s")
+
+
+def appears(form: str, text: str, unit: str = "", key_unit: str = "") -> bool:
     """`form` as a number of its own: not part of a longer number ('206' is not in '2,206' or '20.6');
-    with `unit`, only when the unit follows it ('16 chips', '4 ms')."""
+    with `unit`, only when the unit follows it ('16 chips', '4 ms'). A number followed by a time
+    unit is a time: it is not the key when `key_unit` is not one (chapters 9 and 10 print measured
+    times, which differ from run to run, and a '12.5 ms' is not a 12.5 GB key)."""
     after = rf"\s*{re.escape(unit)}(?:s|es)?(?!\w)" if unit else r"(?![\d]|[.,]\d)"
-    return re.search(rf"(?<![\d.,]){re.escape(form)}{after}", text) is not None
+    time = rf"\s*(?:{'|'.join(TIME_UNITS)})(?!\w)"
+    for m in re.finditer(rf"(?<![\d.,]){re.escape(form)}{after}", text):
+        if key_unit and key_unit not in TIME_UNITS and re.match(time, text[m.end():]):
+            continue
+        return True
+    return False
 
 
 def occurrences(form: str, text: str, width: int = 40) -> list[str]:
@@ -110,7 +121,7 @@ def leaks_in(page: str, text: str) -> dict[str, str]:
         small = float(key).is_integer() and abs(key) < 100
         if small and not p.unit:
             continue  # a unitless small whole number matches by chance
-        found = sorted(f for f in printed_forms(float(key)) if appears(f, text, p.unit if small else ""))
+        found = sorted(f for f in printed_forms(float(key)) if appears(f, text, p.unit if small else "", p.unit or ""))
         if not found:
             continue
         around = COINCIDENT.get(p.id)
@@ -126,6 +137,12 @@ def test_printed_forms_and_appears_read_numbers_as_a_chapter_prints_them():
     assert printed_forms(15.996) == {"16.0"}
     assert printed_forms(61502.4) == {"61500", "61,500"}
     assert appears("206", "| H200 | 206 |") and not appears("206", "2,206 or 20.6 or 206.5")
+
+
+def test_a_time_is_not_a_key_of_another_unit():
+    assert not appears("12.5", "the step took 12.5 ms", key_unit="GB")
+    assert appears("12.5", "the step took 12.5 ms", key_unit="ms")
+    assert appears("12.5", "it grows to 12.5 GB", key_unit="GB")
 
 
 def test_a_small_whole_number_counts_only_next_to_its_unit():
