@@ -34,9 +34,9 @@ from .errors import instance as _instance, integer as _integer, number as _numbe
 from .errors import model as _as_model
 from .hardware import Chip
 from .models import Transformer
-from .strategy import POLICY_NAMES, Strategy, place
+from .strategy import GROUPS, POLICY_NAMES, Placement, Strategy, _ordered, _place_degrees, place
 from .topology import Topology
-from .training import TrainingEstimate, _batch, _resolve_topology, estimate, setting
+from .training import TrainingEstimate, _batch, _from_row, _resolve_topology, estimate, setting  # noqa: F401
 
 MAX_TP, MAX_CP, MAX_PP = 64, 32, 64
 
@@ -171,38 +171,56 @@ class TrainingPlan(Readable):
 def evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, batch_tokens: float,
                  seq_len: int, efficiency: float | None = None) -> dict[str, np.ndarray]:
     """`step.evaluate` on every candidate at once (one placement per distinct set of degrees)."""
+    return _evaluate_all(model, cands, topology=topology, batch_tokens=batch_tokens, seq_len=seq_len,
+                         efficiency=efficiency)[1]
+
+
+def _evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, batch_tokens: float,
+                  seq_len: int, efficiency: float | None = None
+                  ) -> "tuple[step.Setting, dict[str, np.ndarray], list[Placement]]":
+    """`evaluate_all`, with the setting it priced under and each key's placement (`cands.keys` order)."""
     model = _as_model(model)
     if not len(cands):
         raise Error("no strategy to evaluate")
     st = setting(model, topology=topology, strategy=Strategy(), batch_tokens=batch_tokens, seq_len=seq_len,
                  efficiency=efficiency)
-    per_key: dict[str, list[int]] = {}
-    described: dict[tuple, int] = {}  # a group's axes -> its row in `distinct`
+    per_key: dict[str, list[int]] = {g: [] for g in GROUPS}
+    described: dict[tuple, int] = {}  # a group's axis names -> its row in `distinct`
     distinct: list[dict[str, float]] = []
     placeable = np.ones(len(cands.keys), dtype=bool)
+    placements: list[Placement] = []
+    ordered = _ordered(topology)  # the topology's axes, fastest first, once for every placement
     fallback = None
     for i, (tp, cp, fsdp, dp, pp, ep) in enumerate(cands.keys):
         try:
-            pl = place(Strategy(dp=dp, fsdp=fsdp, tp=tp, pp=pp, ep=ep, cp=cp), topology)
+            pl = _place_degrees((tp, cp, fsdp, dp, pp), ep, topology, ordered)
         except Error:  # degrees that do not divide the topology's axes: not a candidate
             placeable[i] = False
             pl = fallback = fallback or place(Strategy(dp=topology.num_chips), topology)
-        for g in pl.groups:
-            # many placements share a group's axes: describe each distinct group once
-            axes = (pl.topology.hop_latency_seconds, *(pl.topology.axis(n) for n in pl.groups[g]))
-            if axes not in described:
-                described[axes] = len(described)
+        placements.append(pl)
+        for g, names in pl.groups.items():
+            # many placements share a group's axes: describe each distinct group once. Every
+            # placement cuts its axes from `topology` by one rule, so an axis name always means
+            # the same axis (and the hop latency is the topology's): the names identify the group.
+            row = described.get(names)
+            if row is None:
+                row = described[names] = len(distinct)
                 distinct.append(step.describe(pl, g))
-            per_key.setdefault(g, []).append(described[axes])
+            per_key[g].append(row)
     table = step.stack(distinct)
-    groups = {g: {k: col[np.asarray(ix)[cands.key]] for k, col in table.items()} for g, ix in per_key.items()}
+    fields = list(table)
+    columns = np.array([table[k] for k in fields])  # [field, distinct group]
+    groups = {}
+    for g, ix in per_key.items():
+        picked = columns[:, np.asarray(ix)[cands.key]]  # [field, candidate]
+        groups[g] = dict(zip(fields, picked))
     arr = cands.arrays()
     r = step.evaluate(st, arr, groups)
     # TP overlap where the TP group reaches InfiniBand or DCN changes nothing (`scalebook.step`):
     # keep only the plain twin of such a row
     no_effect = (arr["tp_overlap"] > 0) & (step._network(groups["tp"]) == step.NETWORKS.index("dcn"))
     r["valid"] = r["valid"] & placeable[cands.key] & ~no_effect
-    return r
+    return st, r, placements
 
 
 def _pareto(times: np.ndarray, mems: np.ndarray) -> list[int]:
@@ -233,7 +251,8 @@ def plan(model: Transformer, *, seq_len: int, batch_tokens: float | None = None,
     if not len(cands):
         raise Error(f"no strategy splits a batch of {round(tokens / seq_len)} sequences over {topo.num_chips} chips; "
                     "use a batch with more sequences or fewer chips")
-    r = evaluate_all(model, cands, topology=topo, batch_tokens=tokens, seq_len=seq_len, efficiency=efficiency)
+    st, r, placements = _evaluate_all(model, cands, topology=topo, batch_tokens=tokens, seq_len=seq_len,
+                                      efficiency=efficiency)
     ok = r["valid"] & (r["memory"] <= topo.chip.hbm_bytes)
     if not ok.any():
         least = float(np.min(np.where(r["valid"], r["memory"], np.inf)))
@@ -243,8 +262,15 @@ def plan(model: Transformer, *, seq_len: int, batch_tokens: float | None = None,
     idx = np.flatnonzero(ok)
     best = idx[np.lexsort((r["memory"][idx], r["step"][idx]))[:top]]
     front = idx[_pareto(r["step"][idx], r["memory"][idx])]
-    again = lambda i: estimate(model, strategy=cands.strategy(i), seq_len=seq_len, batch_tokens=tokens,  # noqa: E731
-                               topology=topo, efficiency=efficiency)
+    # Each winner's TrainingEstimate is built from its row of the search, as `estimate` builds it
+    # from its own one-row evaluation (`training._from_row`): the same numbers, without pricing it again.
+    built: dict[int, TrainingEstimate] = {}
+
+    def again(i: int) -> TrainingEstimate:
+        if i not in built:
+            built[i] = _from_row(model, st, cands.strategy(i), placements[cands.key[i]], r, i)
+        return built[i]
+
     return TrainingPlan(model_name=model.name, chip_name=topo.chip.name, chips=topo.num_chips, batch_tokens=tokens,
                         seq_len=seq_len, considered=len(cands), fitting=int(ok.sum()),
                         best=tuple(again(int(i)) for i in best), pareto=tuple(again(int(i)) for i in front))

@@ -311,14 +311,26 @@ def place(strategy: Strategy, topology: Topology) -> Placement:
         raise Error(f"the strategy uses dp x fsdp x tp x pp x cp = {s.chips} chips; the topology has "
                     f"{topology.num_chips} ({topology.shape})")
     if s.placement is not None:
-        lists = _explicit(s, topology)
-    else:
-        q = _Queue(_ordered(topology))
-        lists = {k: q.take(getattr(s, k), k) for k in KINDS}
+        return _laid(_explicit(s, topology), s.ep, s.fsdp, topology)
+    return _place_degrees((s.tp, s.cp, s.fsdp, s.dp, s.pp), s.ep, topology, _ordered(topology))
+
+
+def _place_degrees(degrees: "tuple[int, ...]", ep: int, topology: Topology, ordered: "list[Axis]") -> Placement:
+    """`place` by the rule, for degrees in `KINDS` order on `ordered` = `_ordered(topology)`.
+
+    Trusts its inputs (the planner's search calls it for every candidate with the axes ordered
+    once); raises `Error` where the degrees do not divide the axes, as `place` does.
+    """
+    q = _Queue(ordered)
+    return _laid({k: q.take(d, k) for k, d in zip(KINDS, degrees)}, ep, degrees[2], topology)
+
+
+def _laid(lists: "dict[str, list[Axis]]", ep_degree: int, fsdp_degree: int, topology: Topology) -> Placement:
+    """The `Placement` of the five degrees' axis lists: ep and the gradient groups derived from them."""
     data = lists["fsdp"] + lists["dp"]
-    ep, rest = _split(data, s.ep, "ep")
-    if s.ep <= s.fsdp:
-        efsdp, erest = _split(rest, s.fsdp // s.ep, "fsdp outside ep")
+    ep, rest = _split(data, ep_degree, "ep")
+    if ep_degree <= fsdp_degree:
+        efsdp, erest = _split(rest, fsdp_degree // ep_degree, "fsdp outside ep")
     else:
         efsdp, erest = [], rest
     lists.update(ep=ep, grad=lists["dp"] + lists["cp"], expert_fsdp=efsdp, expert_grad=erest + lists["cp"])

@@ -407,7 +407,21 @@ def estimate(model: Transformer, *, strategy: Strategy, seq_len: int, batch_toke
         raise Error(f"microbatch={mb} does not divide the {replica} sequences of each data-parallel replica")
     st = setting(model, topology=topo, strategy=strategy, batch_tokens=tokens, seq_len=seq_len, efficiency=efficiency)
     groups = {g: step.stack([step.describe(pl, g)]) for g in pl.groups}
-    r = {k: np.broadcast_to(v, (1,))[0] for k, v in step.evaluate(st, arrays([strategy], [mb]), groups).items()}
+    r = step.evaluate(st, arrays([strategy], [mb]), groups)
+    return _from_row(model, st, strategy, pl, r, 0)
+
+
+def _from_row(model: Transformer, st: step.Setting, strategy: Strategy, pl: Placement,
+              r: Mapping[str, np.ndarray], i: int) -> TrainingEstimate:
+    """The `TrainingEstimate` of row `i` of a `step.evaluate` result (`r`), priced under `st`.
+
+    `estimate` calls it on its one-row evaluation and `planner.plan` on the rows of its search, so
+    a plan's strategies carry exactly the numbers `estimate` gives them. Trusts its inputs: the
+    strategy is row `i`'s (its microbatch count, placement `pl` and setting `st` dtypes), already
+    checked.
+    """
+    topo, tokens, seq_len = st.topology, st.batch_tokens, st.seq_len
+    r = {k: v[i] if np.ndim(v) else np.asarray(v)[()] for k, v in r.items()}  # numpy scalars, as one row gives
     kinds = ("tp", "fsdp", "dp", "pp", "ep", "cp")
     mem = MemoryPerChip(params_bytes=r["params_bytes"], grads_bytes=r["grads_bytes"],
                         optimizer_bytes=r["optimizer_bytes"], gathered_weights_bytes=r["gathered_weights_bytes"],
