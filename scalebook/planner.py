@@ -210,10 +210,15 @@ def _evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, 
     table = step.stack(distinct)
     fields = list(table)
     columns = np.array([table[k] for k in fields])  # [field, distinct group]
+    # Rows that share degrees and microbatch (they differ in remat or TP overlap) move the same
+    # bytes over the same groups: `step.price` prices each such class once (`step.REPEATS`).
+    code = cands.key.astype(np.int64) * (int(cands.microbatch.max()) + 1) + cands.microbatch
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    repeats = (first, inverse.reshape(-1))
     groups = {}
     for g, ix in per_key.items():
         picked = columns[:, np.asarray(ix)[cands.key]]  # [field, candidate]
-        groups[g] = dict(zip(fields, picked))
+        groups[g] = dict(zip(fields, picked), **{step.REPEATS: repeats})
     arr = cands.arrays()
     r = step.evaluate(st, arr, groups)
     # TP overlap where the TP group reaches InfiniBand or DCN changes nothing (`scalebook.step`):

@@ -261,6 +261,25 @@ def stack(descs: list[dict[str, float]]) -> dict[str, np.ndarray]:
     return {k: np.array([d[k] for d in descs], dtype=float) for k in _FIELDS}
 
 
+def _unique_columns(*rows: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
+    """`np.unique(np.stack(rows), axis=1, return_inverse=True)`: the distinct columns, sorted, and
+    each column's index among them, found through one integer code per column (a 1-D sort on each
+    row and on the codes, cheaper than sorting whole columns)."""
+    values, codes = zip(*(np.unique(x, return_inverse=True) for x in rows))
+    if math.prod(len(u) for u in values) >= 2 ** 62:  # codes would overflow: the general way
+        shapes, inverse = np.unique(np.stack(rows), axis=1, return_inverse=True)
+        return shapes, inverse.reshape(-1)
+    key = codes[0].reshape(-1)
+    for u, c in zip(values[1:], codes[1:]):
+        key = key * len(u) + c.reshape(-1)
+    keys, inverse = np.unique(key, return_inverse=True)
+    shapes = np.empty((len(rows), len(keys)), dtype=np.result_type(*rows))
+    for j in range(len(rows) - 1, -1, -1):
+        keys, digit = np.divmod(keys, len(values[j]))
+        shapes[j] = values[j][digit]
+    return shapes, inverse.reshape(-1)
+
+
 def _switched(kind: str, v, m, w):
     m = np.maximum(m, 1.0)
     if kind in ("all-gather", "reduce-scatter"):
@@ -284,12 +303,34 @@ _NET_PROTO = link_protocols("infiniband")
 assert _NET_PROTO == link_protocols("dcn")
 
 
+#: Key of a group mapping (`stack`ed, one row per strategy) that says which rows repeat others:
+#: (first, inverse), `first` one row of each class of rows with the same description, `inverse`
+#: each row's class (as `np.unique`'s return_index and return_inverse). `planner` sets it: its
+#: rows repeat each set of degrees and microbatch for every remat policy and TP overlap setting.
+REPEATS = "_repeats"
+
+
 def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
     """Seconds of collective `kind` of a V-byte array over group `g` (arrays; `collectives.cost`).
 
     The additive form: every stage's steps x its network's latency, plus the slowest stage's bytes
     at its effective bandwidth, with the fastest of NCCL's protocols where a stage is switched.
+
+    Where `g` says which of its rows repeat others (`REPEATS`) and `v` repeats with them, each
+    class is priced once and copied to its rows: the same numbers (the formula is elementwise),
+    without pricing duplicates. A `v` that differs within a class is priced row by row.
     """
+    repeats = g.get(REPEATS)
+    if repeats is not None:
+        first, inverse = repeats
+        v_first = v[first] if np.ndim(v) else v
+        if not np.ndim(v) or np.array_equal(v_first[inverse], v):
+            return _price(kind, {k: g[k][first] for k in _FIELDS}, v_first)[inverse]
+    return _price(kind, g, v)
+
+
+def _price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
+    """`price`, every row computed."""
     n_ici, w = g["n_ici"], g["w_ici"]
     if kind in ("all-gather", "reduce-scatter"):
         t_ici, hops = v * (n_ici - 1) / (n_ici * w), g["hops_ici"]
@@ -545,7 +586,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     rate = s.peak_flops_per_s * s.efficiency
     # Weight matmuls priced by their shape (`_shape_ratio`); attention matmuls at the flat rate, on
     # the full T x T square where the scores are materialised (`attention_matmul_factor`).
-    shapes, inverse = np.unique(np.stack([tok, tp, ep]), axis=1, return_inverse=True)  # few distinct shapes
+    shapes, inverse = _unique_columns(tok, tp, ep)  # few distinct shapes
     ratio = _shape_ratio(m, s.topology.chip, tokens=shapes[0], tp=shapes[1], ep=shapes[2], efficiency=s.efficiency,
                          peak_flops_per_s=s.peak_flops_per_s, dtype_bytes=b_act)[inverse.reshape(-1)]
     sel = (remat == POLICIES.index("selective")).astype(float)
