@@ -65,7 +65,7 @@ def candidates(model: Transformer, *, chips: int, seqs: int, seq_len: int,
             or not set(remat) <= set(POLICY_NAMES)):
         raise Error(f'remat must be a non-empty tuple of policy names, got {remat!r:.60}; valid: {", ".join(POLICY_NAMES)}')
     keys: list[tuple[int, ...]] = []  # (tp, cp, fsdp, dp, pp, ep)
-    rows: list[tuple[int, ...]] = []  # (key index, virtual stages, microbatch)
+    blocks: list[np.ndarray] = []  # rows (key index, virtual stages, microbatch), one block per (tp, cp, pp)
     for tp in (t for t in _divisors(chips, MAX_TP) if _tp_ok(model, t)):
         for cp in (c for c in _divisors(chips // tp, MAX_CP) if seq_len % c == 0):
             for pp in _divisors(chips // (tp * cp), min(MAX_PP, model.layers)):
@@ -74,16 +74,19 @@ def candidates(model: Transformer, *, chips: int, seqs: int, seq_len: int,
                     continue
                 micro = _micro_options(seqs // data)
                 vs = [v for v in (1, 2, 4) if pp > 1 and pp * v <= model.layers] or [1]
+                start = len(keys)
                 for fsdp in _divisors(data):
                     eps = [e for e in _divisors(data) if model.routed_experts % e == 0
                            and (fsdp % e == 0 or e % fsdp == 0)] if model.is_moe else [1]
-                    for ep in eps:
-                        keys.append((tp, cp, fsdp, data // fsdp, pp, ep))
-                        rows.extend((len(keys) - 1, v, mb) for v in vs for mb in micro)
+                    keys.extend((tp, cp, fsdp, data // fsdp, pp, ep) for ep in eps)
+                # each key of the block, with every (virtual stages, microbatch) pair in turn
+                pairs = np.array([(v, mb) for v in vs for mb in micro], dtype=np.int64).reshape(-1, 2)
+                index = np.repeat(np.arange(start, len(keys), dtype=np.int64), len(pairs))
+                blocks.append(np.column_stack([index, np.tile(pairs, (len(keys) - start, 1))]))
     remat_idx = [POLICY_NAMES.index(r) for r in remat]
-    base = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    base = np.concatenate(blocks) if blocks else np.zeros((0, 3), dtype=np.int64)
+    pol = np.tile(np.array(remat_idx, dtype=np.int64), len(base))
     base = np.repeat(base, len(remat_idx), axis=0)
-    pol = np.tile(np.array(remat_idx, dtype=np.int64), len(rows))
     tps = np.array([k[0] for k in keys], dtype=np.int64).reshape(-1)[base[:, 0]] if len(base) else base[:, 0]
     twice = tps > 1  # with tensor parallelism, try both TP overlap settings
     base = np.concatenate([base, base[twice]])
@@ -230,12 +233,10 @@ def _evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, 
 
 def _pareto(times: np.ndarray, mems: np.ndarray) -> list[int]:
     order = np.lexsort((mems, times))
-    front, best_mem = [], math.inf
-    for i in order:
-        if mems[i] < best_mem:
-            front.append(int(i))
-            best_mem = mems[i]
-    return front
+    m = mems[order]
+    # on the front: less memory than every strategy at least as fast (those before it in order)
+    before = np.concatenate(([math.inf], np.minimum.accumulate(m)[:-1]))
+    return [int(i) for i in order[m < before]]
 
 
 def plan(model: Transformer, *, seq_len: int, batch_tokens: float | None = None, batch_seqs: int | None = None,
