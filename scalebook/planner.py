@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from .errors import instance as _instance, integer as _integer, number as _numbe
 from .errors import model as _as_model
 from .hardware import Chip
 from .models import Transformer
-from .strategy import GROUPS, POLICY_NAMES, Placement, Strategy, _ordered, _place_degrees, place
+from .strategy import GROUPS, POLICY_NAMES, Placement, Strategy, _group_axes, _ordered, _placement
 from .topology import Topology
 from .training import TrainingEstimate, _batch, _from_row, _resolve_topology, estimate, setting  # noqa: F401
 
@@ -42,7 +43,10 @@ MAX_TP, MAX_CP, MAX_PP = 64, 32, 64
 
 
 def _divisors(n: int, limit: int | None = None) -> list[int]:
-    return [d for d in range(1, (limit or n) + 1) if n % d == 0 and d <= n]
+    """Divisors of n up to `limit` (default n), ascending; found in pairs (d, n / d) with d <= sqrt(n)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    top = limit or n
+    return [d for d in sorted(set(small + [n // d for d in small])) if d <= top]
 
 
 def _tp_ok(model: Transformer, tp: int) -> bool:
@@ -75,8 +79,9 @@ def candidates(model: Transformer, *, chips: int, seqs: int, seq_len: int,
                 micro = _micro_options(seqs // data)
                 vs = [v for v in (1, 2, 4) if pp > 1 and pp * v <= model.layers] or [1]
                 start = len(keys)
-                for fsdp in _divisors(data):
-                    eps = [e for e in _divisors(data) if model.routed_experts % e == 0
+                splits = _divisors(data)
+                for fsdp in splits:
+                    eps = [e for e in splits if model.routed_experts % e == 0
                            and (fsdp % e == 0 or e % fsdp == 0)] if model.is_moe else [1]
                     keys.extend((tp, cp, fsdp, data // fsdp, pp, ep) for ep in eps)
                 # each key of the block, with every (virtual stages, microbatch) pair in turn
@@ -180,8 +185,8 @@ def evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, b
 
 def _evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, batch_tokens: float,
                   seq_len: int, efficiency: float | None = None
-                  ) -> "tuple[step.Setting, dict[str, np.ndarray], list[Placement]]":
-    """`evaluate_all`, with the setting it priced under and each key's placement (`cands.keys` order)."""
+                  ) -> "tuple[step.Setting, dict[str, np.ndarray], Callable[[int], Placement]]":
+    """`evaluate_all`, with the setting it priced under and the placement of a key (index in `cands.keys`)."""
     model = _as_model(model)
     if not len(cands):
         raise Error("no strategy to evaluate")
@@ -191,24 +196,26 @@ def _evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, 
     described: dict[tuple, int] = {}  # a group's axis names -> its row in `distinct`
     distinct: list[dict[str, float]] = []
     placeable = np.ones(len(cands.keys), dtype=bool)
-    placements: list[Placement] = []
+    laid: list[dict] = []  # each key's groups' axes
     ordered = _ordered(topology)  # the topology's axes, fastest first, once for every placement
     fallback = None
     for i, (tp, cp, fsdp, dp, pp, ep) in enumerate(cands.keys):
         try:
-            pl = _place_degrees((tp, cp, fsdp, dp, pp), ep, topology, ordered)
+            lists = _group_axes((tp, cp, fsdp, dp, pp), ep, ordered)
         except Error:  # degrees that do not divide the topology's axes: not a candidate
             placeable[i] = False
-            pl = fallback = fallback or place(Strategy(dp=topology.num_chips), topology)
-        placements.append(pl)
-        for g, names in pl.groups.items():
+            lists = fallback = fallback or _group_axes((1, 1, 1, topology.num_chips, 1), 1, ordered)
+        laid.append(lists)
+        for g in GROUPS:
             # many placements share a group's axes: describe each distinct group once. Every
             # placement cuts its axes from `topology` by one rule, so an axis name always means
             # the same axis (and the hop latency is the topology's): the names identify the group.
+            axes = lists[g]
+            names = tuple(a.name for a in axes)
             row = described.get(names)
             if row is None:
                 row = described[names] = len(distinct)
-                distinct.append(step.describe(pl, g))
+                distinct.append(step._describe(axes, topology.hop_latency_seconds))
             per_key[g].append(row)
     table = step.stack(distinct)
     fields = list(table)
@@ -228,7 +235,7 @@ def _evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, 
     # keep only the plain twin of such a row
     no_effect = (arr["tp_overlap"] > 0) & (step._network(groups["tp"]) == step.NETWORKS.index("dcn"))
     r["valid"] = r["valid"] & placeable[cands.key] & ~no_effect
-    return st, r, placements
+    return st, r, lambda key: _placement(laid[key], topology)
 
 
 def _pareto(times: np.ndarray, mems: np.ndarray) -> list[int]:
@@ -257,7 +264,7 @@ def plan(model: Transformer, *, seq_len: int, batch_tokens: float | None = None,
     if not len(cands):
         raise Error(f"no strategy splits a batch of {round(tokens / seq_len)} sequences over {topo.num_chips} chips; "
                     "use a batch with more sequences or fewer chips")
-    st, r, placements = _evaluate_all(model, cands, topology=topo, batch_tokens=tokens, seq_len=seq_len,
+    st, r, placement = _evaluate_all(model, cands, topology=topo, batch_tokens=tokens, seq_len=seq_len,
                                       efficiency=efficiency)
     ok = r["valid"] & (r["memory"] <= topo.chip.hbm_bytes)
     if not ok.any():
@@ -274,7 +281,7 @@ def plan(model: Transformer, *, seq_len: int, batch_tokens: float | None = None,
 
     def again(i: int) -> TrainingEstimate:
         if i not in built:
-            built[i] = _from_row(model, st, cands.strategy(i), placements[cands.key[i]], r, i)
+            built[i] = _from_row(model, st, cands.strategy(i), placement(int(cands.key[i])), r, i)
         return built[i]
 
     return TrainingPlan(model_name=model.name, chip_name=topo.chip.name, chips=topo.num_chips, batch_tokens=tokens,

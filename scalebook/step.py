@@ -230,7 +230,11 @@ def describe(placement: Placement, group: str) -> dict[str, float]:
     latency per step (`Axis.latency_seconds`); `latency` is the topology's ICI hop, kept for callers.
     """
     topo = placement.topology
-    axes = [topo.axis(n) for n in placement.groups[group]]
+    return _describe([topo.axis(n) for n in placement.groups[group]], topo.hop_latency_seconds)
+
+
+def _describe(axes: "list", hop_latency_seconds: float) -> dict[str, float]:
+    """`describe` of a group made of `axes` (`topology.Axis`) on a topology of this ICI hop latency."""
     ici = [a for a in axes if a.network == "ici" and a.size > 1]
     nvl = [a for a in axes if a.network == "nvlink"]
     dcn = [a for a in axes if a.network == "dcn"]
@@ -249,7 +253,7 @@ def describe(placement: Placement, group: str) -> dict[str, float]:
         m_nvl=math.prod(a.size for a in nvl), w_nvl=min((a.bytes_per_s for a in nvl), default=1.0) * e_nvl,
         m_dcn=math.prod(a.size for a in dcn), w_dcn=min((a.bytes_per_s for a in dcn), default=1.0) * e_dcn,
         share=math.prod(a.size for a in axes if a.network != "dcn"),
-        latency=topo.hop_latency_seconds,
+        latency=hop_latency_seconds,
         lat_ici=max((a.latency_seconds for a in ici), default=0.0),
         lat_nvl=max((a.latency_seconds for a in nvl), default=0.0),
         lat_dcn=max((a.latency_seconds for a in dcn), default=0.0),

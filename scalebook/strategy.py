@@ -311,22 +311,24 @@ def place(strategy: Strategy, topology: Topology) -> Placement:
         raise Error(f"the strategy uses dp x fsdp x tp x pp x cp = {s.chips} chips; the topology has "
                     f"{topology.num_chips} ({topology.shape})")
     if s.placement is not None:
-        return _laid(_explicit(s, topology), s.ep, s.fsdp, topology)
-    return _place_degrees((s.tp, s.cp, s.fsdp, s.dp, s.pp), s.ep, topology, _ordered(topology))
+        return _placement(_derived(_explicit(s, topology), s.ep, s.fsdp), topology)
+    return _placement(_group_axes((s.tp, s.cp, s.fsdp, s.dp, s.pp), s.ep, _ordered(topology)), topology)
 
 
-def _place_degrees(degrees: "tuple[int, ...]", ep: int, topology: Topology, ordered: "list[Axis]") -> Placement:
-    """`place` by the rule, for degrees in `KINDS` order on `ordered` = `_ordered(topology)`.
+def _group_axes(degrees: "tuple[int, ...]", ep: int, ordered: "list[Axis]") -> "dict[str, list[Axis]]":
+    """The axes of every group in `GROUPS`, laid by `place`'s rule for degrees in `KINDS` order on
+    `ordered` = `_ordered(topology)`.
 
-    Trusts its inputs (the planner's search calls it for every candidate with the axes ordered
-    once); raises `Error` where the degrees do not divide the axes, as `place` does.
+    Trusts its inputs (the planner's search calls it for every candidate, with the axes ordered
+    once, and builds a `Placement` only for the strategies it returns); raises `Error` where the
+    degrees do not divide the axes, as `place` does.
     """
     q = _Queue(ordered)
-    return _laid({k: q.take(d, k) for k, d in zip(KINDS, degrees)}, ep, degrees[2], topology)
+    return _derived({k: q.take(d, k) for k, d in zip(KINDS, degrees)}, ep, degrees[2])
 
 
-def _laid(lists: "dict[str, list[Axis]]", ep_degree: int, fsdp_degree: int, topology: Topology) -> Placement:
-    """The `Placement` of the five degrees' axis lists: ep and the gradient groups derived from them."""
+def _derived(lists: "dict[str, list[Axis]]", ep_degree: int, fsdp_degree: int) -> "dict[str, list[Axis]]":
+    """The five degrees' axis lists with the groups derived from them: ep and the gradient groups."""
     data = lists["fsdp"] + lists["dp"]
     ep, rest = _split(data, ep_degree, "ep")
     if ep_degree <= fsdp_degree:
@@ -334,6 +336,11 @@ def _laid(lists: "dict[str, list[Axis]]", ep_degree: int, fsdp_degree: int, topo
     else:
         efsdp, erest = [], rest
     lists.update(ep=ep, grad=lists["dp"] + lists["cp"], expert_fsdp=efsdp, expert_grad=erest + lists["cp"])
+    return lists
+
+
+def _placement(lists: "dict[str, list[Axis]]", topology: Topology) -> Placement:
+    """The `Placement` of every group's axes (`_derived`), on a topology made of the axes used."""
     used: dict[str, Axis] = {}
     for axes in lists.values():
         for a in axes:
