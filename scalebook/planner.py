@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -218,17 +218,15 @@ def _evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, 
                 distinct.append(step._describe(axes, topology.hop_latency_seconds))
             per_key[g].append(row)
     table = step.stack(distinct)
-    fields = list(table)
-    columns = np.array([table[k] for k in fields])  # [field, distinct group]
     # Rows that share degrees and microbatch (they differ in remat or TP overlap) move the same
     # bytes over the same groups: `step.price` prices each such class once (`step.REPEATS`).
     code = cands.key.astype(np.int64) * (int(cands.microbatch.max()) + 1) + cands.microbatch
     _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    repeats = (first, inverse.reshape(-1))
     groups = {}
     for g, ix in per_key.items():
-        picked = columns[:, np.asarray(ix)[cands.key]]  # [field, candidate]
-        groups[g] = dict(zip(fields, picked), **{step.REPEATS: repeats})
+        rows = np.asarray(ix)[cands.key]  # each candidate's row of `table`
+        fields = {k: col[rows[first]] for k, col in table.items()}
+        groups[g] = _Gathered(table, rows, {step.REPEATS: (first, inverse.reshape(-1), fields)})
     arr = cands.arrays()
     r = step.evaluate(st, arr, groups)
     # TP overlap where the TP group reaches InfiniBand or DCN changes nothing (`scalebook.step`):
@@ -236,6 +234,25 @@ def _evaluate_all(model: Transformer, cands: Candidates, *, topology: Topology, 
     no_effect = (arr["tp_overlap"] > 0) & (step._network(groups["tp"]) == step.NETWORKS.index("dcn"))
     r["valid"] = r["valid"] & placeable[cands.key] & ~no_effect
     return st, r, lambda key: _placement(laid[key], topology)
+
+
+class _Gathered(Mapping):
+    """A group's fields for every candidate (`table[k][rows]`), each gathered when first read:
+    with `step.REPEATS` set, `step.price` reads the classes' rows only, so most fields never are."""
+
+    def __init__(self, table: "dict[str, np.ndarray]", rows: np.ndarray, extra: "dict[str, object]") -> None:
+        self._table, self._rows, self._got = table, rows, dict(extra)
+
+    def __getitem__(self, k: str):
+        if k not in self._got:
+            self._got[k] = self._table[k][self._rows]
+        return self._got[k]
+
+    def __iter__(self):
+        return iter([*self._table, *(k for k in self._got if k not in self._table)])
+
+    def __len__(self) -> int:
+        return len(self._table) + sum(k not in self._table for k in self._got)
 
 
 def _pareto(times: np.ndarray, mems: np.ndarray) -> list[int]:

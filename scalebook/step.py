@@ -308,9 +308,10 @@ assert _NET_PROTO == link_protocols("dcn")
 
 
 #: Key of a group mapping (`stack`ed, one row per strategy) that says which rows repeat others:
-#: (first, inverse), `first` one row of each class of rows with the same description, `inverse`
-#: each row's class (as `np.unique`'s return_index and return_inverse). `planner` sets it: its
-#: rows repeat each set of degrees and microbatch for every remat policy and TP overlap setting.
+#: (first, inverse, fields), `first` one row of each class of rows with the same description,
+#: `inverse` each row's class (as `np.unique`'s return_index and return_inverse), `fields` the
+#: group's fields at the rows `first`. `planner` sets it: its rows repeat each set of degrees and
+#: microbatch for every remat policy and TP overlap setting.
 REPEATS = "_repeats"
 
 
@@ -326,10 +327,10 @@ def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
     """
     repeats = g.get(REPEATS)
     if repeats is not None:
-        first, inverse = repeats
+        first, inverse, fields = repeats
         v_first = v[first] if np.ndim(v) else v
         if not np.ndim(v) or np.array_equal(v_first[inverse], v):
-            return _price(kind, {k: g[k][first] for k in _FIELDS}, v_first)[inverse]
+            return _price(kind, fields, v_first)[inverse]
     return _price(kind, g, v)
 
 

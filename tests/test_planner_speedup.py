@@ -97,7 +97,8 @@ def _group(**fields):
 NVL = _group(m_nvl=8.0, w_nvl=450e9 * 0.824, share=8.0, lat_nvl=3.4e-6)
 ICI = _group(n_ici=16.0, w_ici=2 * 2 * 90e9, hops_ici=4.0, oneway_ici=90e9, wrap1=0.0, lat_ici=1e-6)
 ROWS = [NVL, ICI, NVL, ICI]
-REPEATS = (np.array([0, 1]), np.array([0, 1, 0, 1]))
+FIRST = np.array([0, 1])
+REPEATS = (FIRST, np.array([0, 1, 0, 1]), {k: col[FIRST] for k, col in step.stack(ROWS).items()})
 
 
 def _stacked(repeats=None):
