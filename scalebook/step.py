@@ -328,9 +328,12 @@ def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
     repeats = g.get(REPEATS)
     if repeats is not None:
         first, inverse, fields = repeats
-        v_first = v[first] if np.ndim(v) else v
-        if not np.ndim(v) or np.array_equal(v_first[inverse], v):
-            return _price(kind, fields, v_first)[inverse]
+        if not np.ndim(v):
+            return _price(kind, fields, v)[inverse]
+        if np.shape(v) == inverse.shape:
+            v_first = v[first]
+            if np.array_equal(v_first[inverse], v):
+                return _price(kind, fields, v_first)[inverse]
     return _price(kind, g, v)
 
 

@@ -110,7 +110,8 @@ def _stacked(repeats=None):
 def test_price_of_repeated_rows_is_the_price_of_every_row(kind):
     v = np.array([1e8, 3e7, 1e8, 3e7])
     assert np.array_equal(step.price(kind, _stacked(REPEATS), v), step.price(kind, _stacked(), v))
-    assert np.array_equal(step.price(kind, _stacked(REPEATS), 5e6), step.price(kind, _stacked(), 5e6))
+    for same in (5e6, np.array([5e6])):  # one V for every row: a number, or an array that broadcasts
+        assert np.array_equal(step.price(kind, _stacked(REPEATS), same), step.price(kind, _stacked(), same))
 
 
 def test_price_of_rows_whose_bytes_differ_within_a_class_is_priced_row_by_row():
