@@ -152,7 +152,7 @@ def calculon_inputs(run: PublishedRun) -> CalculonInputs:
     if run.flash_attention:
         notes.append("flash attention: Calculon materialises the attention scores")
     if not m.biases:
-        notes.append("no biases in the model; Calculon adds them")
+        notes.append("Calculon adds biases the model does not have")
     remat = _REMAT[run.remat]
     sp = bool(run.sequence_parallel)
     dp_overlap, _why = DP_OVERLAP.get(run.source, (False, "not stated"))
@@ -337,9 +337,22 @@ def main(argv: list[str] | None = None) -> int:
         for name, idx in (("Calculon", 1), ("scalebook", 2)):
             print(_summary_line(f"{label} | {name}", [s[idx] for s in group]))
 
-    print("\nLeft out (Calculon cannot express them):\n")
+    print("\nBy source, all rows (|error| median; which model is closer on how many runs):\n")
+    print("| source | runs | Calculon | scalebook | Calculon closer | scalebook closer |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for source in dict.fromkeys(s[0].source for s in scored):
+        group = [s for s in scored if s[0].source == source]
+        calc_wins = sum(abs(s[1]) < abs(s[2]) for s in group)
+        print(f"| {source} | {len(group)} | {units.fmt_percent(statistics.median(abs(s[1]) for s in group), 1)} | "
+              f"{units.fmt_percent(statistics.median(abs(s[2]) for s in group), 1)} | {calc_wins} | "
+              f"{len(group) - calc_wins} |")
+
+    print("\nLeft out (Calculon cannot express them), by reason:\n")
+    by_reason: dict[str, list[str]] = {}
     for run, reason in excluded:
-        print(f"- {run.id}: {reason}")
+        by_reason.setdefault(reason, []).append(run.id)
+    for reason, ids in by_reason.items():
+        print(f"- {reason} ({len(ids)}): {', '.join(ids)}")
     approximations = sorted({a for _, inputs in rows for a in inputs.approximations})
     if approximations:
         print("\nApproximations in the translated runs: " + "; ".join(approximations) + ".")
