@@ -208,7 +208,7 @@ except ModuleNotFoundError as exc:
 log = logging.getLogger("calculon")
 out = []
 for job in json.load(sys.stdin):
-    syst = calculon.System(calculon.io.read_json_file(job["system_path"]))
+    syst = calculon.System({**calculon.io.read_json_file(job["system_path"]), **job.get("system_overrides", {})})
     model = Llm(Llm.Application(job["application"]), log)
     result = {"id": job["id"], "error": "", "memory_ok": True}
     try:
@@ -278,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="Python that imports Calculon (default: $CALCULON_PYTHON, else this one)")
     parser.add_argument("--calculon-commit", default=os.environ.get("CALCULON_COMMIT"),
                         help="Calculon's commit when PATH is not a git work tree (default: $CALCULON_COMMIT)")
+    parser.add_argument("--processing-mode", choices=("no_overlap", "roofline"),
+                        help="sensitivity: override the system files' processing_mode (Calculon's own: no_overlap, "
+                             "compute time plus memory time per layer; roofline: the larger of the two)")
+    parser.add_argument("--tp-overlap", choices=("none", "ring", "pipe"), default="none",
+                        help="sensitivity: Calculon's tensor_par_overlap for every run with TP > 1 (default none)")
     args = parser.parse_args(argv)
     if not args.calculon:
         print("Calculon side by side skipped: no Calculon source given. Export calculon-ai/calculon to a "
@@ -298,14 +303,21 @@ def main(argv: list[str] | None = None) -> int:
             excluded.append((run, reason))
             continue
         inputs = calculon_inputs(run)
-        jobs.append({"id": run.id, "application": inputs.application, "execution": inputs.execution,
-                     "system_path": str(path / "systems" / inputs.system_file)})
+        execution = dict(inputs.execution)
+        if run.tp > 1:
+            execution["tensor_par_overlap"] = args.tp_overlap
+        overrides = {"processing_mode": args.processing_mode} if args.processing_mode else {}
+        jobs.append({"id": run.id, "application": inputs.application, "execution": execution,
+                     "system_path": str(path / "systems" / inputs.system_file), "system_overrides": overrides})
         rows.append((run, inputs))
     results = {r["id"]: r for r in run_calculon(path, args.calculon_python, jobs)}
 
     ours = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     print(f"Calculon side by side, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; Calculon commit {commit}; "
-          f"scalebook commit {ours.stdout.strip() or 'unknown'}\n")
+          f"scalebook commit {ours.stdout.strip() or 'unknown'}")
+    variant = [f"processing_mode {args.processing_mode}" if args.processing_mode else "",
+               f"tensor_par_overlap {args.tp_overlap}" if args.tp_overlap != "none" else ""]
+    print(f"Calculon variant: {', '.join(v for v in variant if v) or 'as translated (see the docstring)'}\n")
     print("| run | role | reported tok/s/GPU | Calculon | error | mem | scalebook | error |")
     print("| --- | --- | ---: | ---: | ---: | --- | ---: | ---: |")
     scored = []
