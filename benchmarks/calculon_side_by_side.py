@@ -247,14 +247,16 @@ def run_calculon(calculon_path: Path, python: str, jobs: list[dict]) -> list[dic
 
 
 def _git_commit(path: Path) -> str | None:
-    proc = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
-    if proc.returncode != 0 or Path(proc.stdout.strip()).exists():
-        return None
-    top = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
-    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != path.resolve():
-        return None  # a directory inside another repository, not Calculon's own work tree
-    dirty = subprocess.run(["git", "-C", str(path), "status", "--porcelain"], capture_output=True, text=True)
-    return proc.stdout.strip() + (" (with local changes)" if dirty.stdout.strip() else "")
+    """HEAD of `path` when `path` is the top of a git work tree (marked when it has local changes)."""
+    def git(*args: str) -> str | None:
+        proc = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True)
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
+    top = git("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != path.resolve():
+        return None  # not a work tree, or a directory inside another repository
+    head = git("rev-parse", "HEAD")
+    return head and head + (" (with local changes)" if git("status", "--porcelain") else "")
 
 
 def _signed(err: float | None) -> str:
