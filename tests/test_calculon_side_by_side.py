@@ -61,7 +61,8 @@ def test_nemotron_gqa_sequence_parallel_and_distributed_optimizer_map_to_calculo
 def test_selective_recompute_with_sequence_parallelism_is_calculons_attn_only_with_the_gather_redone(side):
     # Korthikanti et al. 2022, Table 5 "present work" row for 22B: TP 8, batch 4, microbatch 4, selective + SP.
     exe = side.calculon_inputs(published_run("megatron-sp-22b-a100")).execution
-    assert (exe["activation_recompute"], exe["tensor_par_comm_type"], exe["seq_par_ag_redo"]) == ("attn_only", "rs_ag", True)
+    assert exe["activation_recompute"] == "attn_only"
+    assert (exe["tensor_par_comm_type"], exe["seq_par_ag_redo"]) == ("rs_ag", True)
     assert (exe["microbatch_size"], exe["batch_size"], exe["data_par"]) == (4, 4, 1)
 
 
