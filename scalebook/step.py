@@ -199,40 +199,6 @@ def _fsdp_backward_exposed(gather_seconds, scatter_seconds, compute_seconds, pre
                     gather_seconds + np.maximum(0.0, scatter_seconds - compute_seconds))
 
 
-def slowest_stage_seconds(*, layer_seconds: float, head_seconds: float, layers: int, pp: int) -> float:
-    """Compute seconds of one microbatch on the slowest pipeline stage, the output layer on the last.
-
-    Megatron-Core splits the L layers evenly over the pp stages and builds the output layer (the
-    logits matmul, D x V) and the loss on the last stage only, unless its
-    `account_for_loss_in_pipeline_split` counts them as a layer (`get_num_layers_to_build` in
-    megatron/core/transformer/transformer_block.py and `GPTModel.__init__`'s `post_process` branch
-    in megatron/core/models/gpt/gpt_model.py; bib key megatroncore2025pipelinesplit). The pipeline
-    runs at the pace of its slowest stage. With s = ceil(L / pp) layers on the fullest stage and,
-    when pp does not divide L, the pp s - L stages with one layer fewer at the two ends (first one
-    first, as `evaluate`'s memory places them), the last stage holds s - [pp s - L >= 2] layers:
-
-        pp = 1:  L x layer + head
-        pp > 1:  max(s x layer, (s - [pp s - L >= 2]) x layer + head)
-
-    `layer_seconds` is one layer's compute of the microbatch (forward and backward), `head_seconds`
-    the output layer's (3 x 2 D V FLOPs per token). The embedding lookup on the first stage is a
-    gather with no matmul and is left out; so is the loss's elementwise work (Chapter 5).
-    """
-    require_non_negative(layer_seconds=layer_seconds, head_seconds=head_seconds)
-    _require_count("layers", layers)
-    _require_count("pp", pp)
-    return float(_slowest_stage(float(layer_seconds), float(head_seconds), layers, pp))
-
-
-def _slowest_stage(layer_seconds, head_seconds, layers, pp):
-    """`slowest_stage_seconds` on arrays (pre-validated)."""
-    pp = np.asarray(pp, dtype=float)
-    s = np.ceil(layers / pp)
-    last = s - (pp * s - layers >= 2)
-    return np.where(pp > 1, np.maximum(s * layer_seconds, last * layer_seconds + head_seconds),
-                    layers * layer_seconds + head_seconds)
-
-
 def attention_matmul_factor(flash_attention: bool) -> float:
     """Hardware FLOPs of the attention matmuls (QK^T, AV) over their causal count.
 
@@ -392,8 +358,6 @@ class ModelFacts:
     # elements per token, all MoE layers, one pass: the permute and unpermute copies of the k routed
     # copies of each token, each reading and writing k D (`evaluate` adds the chunk sorts)
     moe_permute_elements: float = 0.0
-    # forward FLOPs per token of the output layer (logits, 2 D V), which runs on the last pipeline stage
-    unembedding_flops_per_token: float = 0.0
 
 
 def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
@@ -425,8 +389,7 @@ def model_facts(model: Transformer, seq_len: int) -> ModelFacts:
         q_width=model.heads * model.head_dim, dense_layers=model.dense_layers, dense_d_ff=model.d_ff,
         expert_d_ff=model.expert_d_ff, shared_experts=model.shared_experts,
         mlp_inputs=2 if model.mlp == "gated" else 1,
-        moe_permute_elements=4.0 * model.experts_per_token * model.d_model * model.moe_layers,
-        unembedding_flops_per_token=fl.unembedding_flops)
+        moe_permute_elements=4.0 * model.experts_per_token * model.d_model * model.moe_layers)
 
 
 def activation_bytes_per_token(model: Transformer, *, seq_len: int, policy: str, dtype: str,
@@ -601,9 +564,6 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     sorts = np.where(m.routed_experts / ep > 1, 2.0, 1.0)
     elements = elements + m.moe_permute_elements * sorts / tp * (2 + full)
     c_vector = elements * b_act * tok * frac / s.topology.chip.hbm_bytes_per_s
-    # PP: the output layer runs on the last stage only (`slowest_stage_seconds`), not 1 / pp of it on each.
-    head = 3 * m.unembedding_flops_per_token * tok / (tp * rate) * ratio
-    head_extra = _slowest_stage(np.maximum(c_matmul - frac * head, 0.0) / stage_layers, head, m.layers, pp) - c_matmul
     c = c_matmul + c_vector
     c_bwd = c * (2 * m.forward_flops_per_token + remat_tok) / flop_tok
 
@@ -778,7 +738,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     hbm = s.topology.chip.hbm_bytes_per_s
     opt_seconds = (2 * params_b + grads_b + 2 * opt_b) / hbm
 
-    path = (n_micro + bubble_slots) * stage + n_micro * np.maximum(head_extra, 0.0) + exposed_dp + opt_seconds
+    path = (n_micro + bubble_slots) * stage + exposed_dp + opt_seconds
     # No step is shorter than any network's busy time: the excess (traffic that each window hid
     # but that together overfills the network) is charged to the busiest user of that network.
     net_busy = busy.sum(axis=1)
