@@ -43,8 +43,8 @@ microbatch below the layouts fit (56 and 166 GB per GPU; the memory model said 1
 before). The H100 row contradicts itself
 (GBS 512 is not MBS 4 x DP 16 x GA 2; its MBS and GA repeat the B200 row's), and the recipe's
 H100 preset runs one sequence per microbatch, the only setting consistent with GBS 512: the row
-now takes microbatch 1 from the recipe. The B200 row keeps the table's EP 8, though the recipe's
-B200 preset sets EP 64 (the model then says +43%: the AllToAll crosses InfiniBand). With these
+now takes microbatch 1 from the recipe. The B200 row kept the table's EP 8 at first, though the
+recipe's B200 preset sets EP 64 (the second reading below adopts 64). With these
 fixes the rows came out +122% (H100) and +137% (B200) too fast, against +87% and +131% before:
 the bubble of 3 pipeline slots now spreads over 32 microbatches, not 8. The step model then
 priced what an MoE layer costs beyond its expert matmuls (`scalebook.step`: the router's logits
@@ -54,6 +54,20 @@ step; the published steps are 5.8 s and 4.0 s). Those terms are small, as their 
 they should be; what makes these runs twice as slow as the model is not identified. Overall
 (validation rows): median 8.3% before and after, mean 25.9% -> 26.2%; H100 median 33.5%
 unchanged (mean 37.6% -> 38.9%).
+
+A second reading of the sources (December 2026; Megatron Bridge 00b7660be, the Megatron-LM it
+pins, 92c8482e6, and Transformer Engine v2.9 of the 25.11 container): the B200 preset sets expert
+parallelism 64 (since Megatron Bridge e59a57360), and the later 26.02 table's EP-64 B200 run
+measures about this row's speed, so the row now takes EP 64 (+133% -> +43% with the AllToAll over
+InfiniBand). Nothing is recomputed: the recipes set `recompute_modules` but not
+`recompute_granularity`, without which Megatron recomputes nothing (remat 'none', now marked
+inferred). Attention is fused: TE 2.9 turns FlashAttention off for attention sinks but keeps
+cuDNN's fused attention, which takes sinks from cuDNN 9.13.1 and the 128-token window with the
+causal mask (unfused attention would have put the H100 row at +14%, but it is not what ran). The
+sliding window every other layer makes the model charge about 5% too many attention FLOPs, the
+wrong direction to explain the gap. Tried and not kept: the output layer's 1.16 GFLOP per token
+on the last pipeline stage only (Megatron's placement), which takes the H100 row from +111% to
++76% but the A100 Megatron pipeline rows 2-6 points slower and the median from 7.7% to 8.6%.
 
 What the frameworks do, priced (December 2026). Three mechanisms of the runs' own software,
 each read from its source, entered the step model (`scalebook.step`), and the GPU constant was
