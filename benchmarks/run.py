@@ -5,6 +5,10 @@ executes, and the book builds.
 Prints the validation reports (training: `scalebook.published.training_report`; serving:
 `scalebook.serving_results.validation_report` where that function exists), then a timing table. Speed goals (import < 100 ms; each chapter < 60 s on a 2-core machine) are
 checked here, against measurements, not in timed tests.
+
+Optional, not run here: `benchmarks/calculon_side_by_side.py --calculon PATH` sets Calculon (SC'23) beside
+scalebook on the published GPU runs Calculon can express; it needs Calculon's source exported by hand and
+skips with a message without it (measured table: benchmarks/calculon.md).
 """
 from __future__ import annotations
 

@@ -50,10 +50,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import MAX_NUMBER, MIN_POSITIVE, Error, number, require_positive
+from ._data import load
+from ._readable import Readable
+from .errors import MAX_NUMBER, MIN_POSITIVE, Error, choose, number, require_positive
 from .hardware import Chip, chip as _chip, microarchitecture
 
-__all__ = ["Tiling", "tiling", "quantisation", "matmul_seconds"]
+__all__ = ["Tiling", "tiling", "quantisation", "matmul_seconds", "ATTENTION_KERNELS", "AttentionRates",
+           "attention_flops_per_s", "attention_backward_over_forward"]
 
 #: Output tile of one GPU thread block (cuBLASLt tile shape 256 x 128), in elements.
 GPU_TILE = (256, 128)
@@ -159,3 +162,64 @@ def matmul_seconds(chip: "str | Chip", m, k, n, *, eff_kernel: float, dtype_byte
     compute = 2 * batch * m * n * k / (peak * eff_kernel * quantisation(c, m, k, n, batch=batch))
     memory = dtype_bytes * batch * (m * k + k * n + m * n) / c.hbm_bytes_per_s
     return np.maximum(compute, memory)
+
+
+# --- fused attention kernels -------------------------------------------------------------------
+
+from .strategy import ATTENTION_KERNELS  # noqa: E402  (the choices live with the Strategy field)
+
+
+@dataclass(frozen=True)
+class AttentionRates(Readable):
+    """FLOP/s of a fused attention kernel's matmuls (Q K^T, P V and their gradients) on one chip."""
+
+    kernel: str
+    chip: str
+    forward_flops_per_s: float
+    backward_flops_per_s: float
+
+
+def attention_backward_over_forward() -> float:
+    """Matmul FLOPs of a fused attention kernel's backward pass over its forward pass: 2.5.
+
+    The forward pass runs 2 matmuls (Q K^T, P V); the backward pass 5, since it recomputes Q K^T
+    from Q and K rather than reading stored scores (Dao 2023, sec. 4.1). Unfused attention, which
+    stores the scores, runs 4 backward matmuls: 2.
+    """
+    return _backward_over_forward()
+
+
+@functools.lru_cache(maxsize=1)
+def _backward_over_forward() -> float:
+    return float(load("attention_kernels")["backward_over_forward_flops"]["value"])
+
+
+def attention_flops_per_s(chip: "str | Chip", kernel: str, *, matmul_flops_per_s: float) -> AttentionRates:
+    """How fast `kernel`'s attention matmuls run on `chip`, forward and backward (Chapter 5).
+
+        forward  = min(matmul rate, FlashAttention-2's best on the chip) x f
+        backward = min(matmul rate, FlashAttention-2's best on the chip) x g
+
+    `matmul_flops_per_s` is the rate the step model gives the weight matmuls (peak x the fitted
+    efficiency). FlashAttention-2's best (Dao 2023): 230 TFLOP/s on A100 (73% of peak), 335 TFLOP/s
+    on H100, where it uses no Hopper instruction (FlashAttention-3's paper, Shah et al. 2024: 35%
+    utilisation). f and g compare the kernel with FlashAttention-2: 1 and 1 for FlashAttention-2,
+    1/1.4 and 1/2 for FlashAttention in Triton (Dao 2023, sec. 4.1, measured on A100 and assumed
+    on H100). 'native' (a kernel written for the chip: FlashAttention-3 or cuDNN on Hopper,
+    FlashAttention-2 on Ampere, flash or splash attention on TPUs) runs at the matmul rate both
+    ways. Figures are the papers' best cases, so the rates are ceilings. A kernel with no published
+    figure for the chip raises `Error`.
+    """
+    c = _chip(chip)
+    choose("attention kernel", kernel, ATTENTION_KERNELS)
+    rate = number("matmul_flops_per_s", matmul_flops_per_s)
+    require_positive(matmul_flops_per_s=rate)
+    spec = load("attention_kernels")["kernels"][kernel]
+    ceilings = spec["ceiling_flops_per_s"]
+    if kernel != "native" and c.name not in ceilings:
+        raise Error(f"attention kernel {kernel!r} has no published speed on {c.name}; it has on "
+                    f"{', '.join(sorted(ceilings))}, or use 'native' (the chip's matmul rate)")
+    best = min(rate, float(ceilings[c.name])) if c.name in ceilings else rate
+    return AttentionRates(kernel=kernel, chip=c.name,
+                          forward_flops_per_s=best * float(spec["forward_over_flash_attention_2"]),
+                          backward_flops_per_s=best * float(spec["backward_over_flash_attention_2"]))

@@ -43,8 +43,8 @@ microbatch below the layouts fit (56 and 166 GB per GPU; the memory model said 1
 before). The H100 row contradicts itself
 (GBS 512 is not MBS 4 x DP 16 x GA 2; its MBS and GA repeat the B200 row's), and the recipe's
 H100 preset runs one sequence per microbatch, the only setting consistent with GBS 512: the row
-now takes microbatch 1 from the recipe. The B200 row keeps the table's EP 8, though the recipe's
-B200 preset sets EP 64 (the model then says +43%: the AllToAll crosses InfiniBand). With these
+now takes microbatch 1 from the recipe. The B200 row kept the table's EP 8 at first, though the
+recipe's B200 preset sets EP 64 (the second reading below adopts 64). With these
 fixes the rows came out +122% (H100) and +137% (B200) too fast, against +87% and +131% before:
 the bubble of 3 pipeline slots now spreads over 32 microbatches, not 8. The step model then
 priced what an MoE layer costs beyond its expert matmuls (`scalebook.step`: the router's logits
@@ -54,6 +54,20 @@ step; the published steps are 5.8 s and 4.0 s). Those terms are small, as their 
 they should be; what makes these runs twice as slow as the model is not identified. Overall
 (validation rows): median 8.3% before and after, mean 25.9% -> 26.2%; H100 median 33.5%
 unchanged (mean 37.6% -> 38.9%).
+
+A second reading of the sources (December 2026; Megatron Bridge 00b7660be, the Megatron-LM it
+pins, 92c8482e6, and Transformer Engine v2.9 of the 25.11 container): the B200 preset sets expert
+parallelism 64 (since Megatron Bridge e59a57360), and the later 26.02 table's EP-64 B200 run
+measures about this row's speed, so the row now takes EP 64 (+133% -> +43% with the AllToAll over
+InfiniBand). Nothing is recomputed: the recipes set `recompute_modules` but not
+`recompute_granularity`, without which Megatron recomputes nothing (remat 'none', now marked
+inferred). Attention is fused: TE 2.9 turns FlashAttention off for attention sinks but keeps
+cuDNN's fused attention, which takes sinks from cuDNN 9.13.1 and the 128-token window with the
+causal mask (unfused attention would have put the H100 row at +14%, but it is not what ran). The
+sliding window every other layer makes the model charge about 5% too many attention FLOPs, the
+wrong direction to explain the gap. Tried and not kept: the output layer's 1.16 GFLOP per token
+on the last pipeline stage only (Megatron's placement), which takes the H100 row from +111% to
++76% but the A100 Megatron pipeline rows 2-6 points slower and the median from 7.7% to 8.6%.
 
 What the frameworks do, priced (December 2026). Three mechanisms of the runs' own software,
 each read from its source, entered the step model (`scalebook.step`), and the GPU constant was
@@ -80,6 +94,26 @@ rows came close (128B on a v5e-256 -27.8% -> -8.9%), but the two-slice v5p rows 
 points too fast and the TPU median rose from 4.9% to 6.2%; and Megatron-LM's scatter/gather of
 pipeline sends over the tensor-parallel ranks, which fixed MegaScale's small runs but overshot its
 large ones.
+
+Attention kernels at their published speeds (December 2026). Two mechanisms, both from the
+FlashAttention-2 paper (bib key dao2023flashattention2), entered the step model:
+
+- a fused kernel's backward pass runs 5 attention matmuls to the forward pass's 2 (it recomputes
+  Q K^T rather than storing the scores): 2.5 forward passes where 3F counted 2, on every run with
+  flash attention (`efficiency.attention_backward_over_forward`);
+- the kernel as a strategy input (`Strategy.attention_kernel`): the LLM Foundry rows ran
+  `attn_impl: triton` (the benchmark script's default), FlashAttention in Triton, which the paper
+  measured 1.3-1.5 times slower forward and about 2 times slower backward than FlashAttention-2
+  on A100; FlashAttention-2 itself reaches at most 335 TFLOP/s on H100, where it uses no Hopper
+  instruction (FlashAttention-3's paper, bib key shah2024flashattention3: 35% utilisation).
+  Every other row keeps 'native' (a kernel written for its chip, at the matmul rate).
+
+The GPU constant, refitted on the fit rows, went 0.6666 -> 0.615 (TPU 0.8032 -> 0.8042).
+Validation rows, before -> after: overall median 7.7% -> 7.8%, mean 24.8% -> 20.1%; H100 median
+30.7% -> 14.5% (LLM Foundry's 30B at 8K tokens on 8 H100s +77% -> +35%; the fit rows at 32K and
+64K tokens +113% and +175% -> +5% and +5%); LLM Foundry 24.5% -> 8.9%; A100 median 4.3% ->
+7.6%: the lower constant, which the fit rows' H100 runs pull down, leaves the Megatron-LM and
+MegaScale A100 rows 5-19% too slow. TPU median unchanged at 4.9%.
 """
 from __future__ import annotations
 
@@ -253,9 +287,9 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
                    "split evenly over the experts (no capacity factor or imbalance priced) and the dispatcher's "
                    "AllToAlls on the critical path, not overlapped with the experts' compute")
     if run.source == "mosaicml2024llmfoundry" and run.chip == "h100":
-        out.append("software stack modelled only in its FSDP prefetch (Composer's BACKWARD_POST): PyTorch FSDP with "
-                   "autocast bf16 and Triton FlashAttention reach less of an H100's peak than the NeMo/Megatron runs "
-                   "the same GPU constant is fitted on")
+        out.append("software stack modelled in its FSDP prefetch (Composer's BACKWARD_POST) and its Triton attention "
+                   "kernel (at the FlashAttention-2 paper's speeds); PyTorch's eager execution, a kernel launch per "
+                   "operation, is not priced")
     if run.flash_attention is False:
         out.append("materialised attention scores: the whole T x T square computed and each score's reads and writes "
                    "priced as memory-bound work")

@@ -47,7 +47,7 @@ from .models import Transformer, preset
 #: Strategy fields passed to `scalebook.training`, in `estimate_kwargs()["strategy_kwargs"]`.
 _STRATEGY_FIELDS = ("dp", "fsdp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel",
                     "microbatch", "remat", "zero", "flash_attention", "reshard_after_forward",
-                    "backward_prefetch", "dropout")
+                    "backward_prefetch", "dropout", "attention_kernel")
 #: What a run is for: `fit` runs may tune the model's constants, `validation` runs only test it.
 ROLES = ("fit", "validation")
 #: Integer flags of `scalebook train-estimate`, in the order of its contract.
@@ -99,6 +99,9 @@ class PublishedRun(Readable):
     backward_prefetch: bool | None = None
     #: Trained with dropout (`Strategy.dropout`) as the source states or its framework defaults; None: not stated.
     dropout: bool | None = None
+    #: The fused attention kernel the run's framework ran (`Strategy.attention_kernel`); None: not
+    #: stated ('native', a kernel written for the chip).
+    attention_kernel: str | None = None
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -202,6 +205,8 @@ class PublishedRun(Readable):
             args.append("--no-backward-prefetch")
         if self.dropout:
             args.append("--dropout")
+        if self.attention_kernel is not None:
+            args += ["--attention-kernel", self.attention_kernel]
         if self.microbatch is not None:
             args += ["--microbatch", str(self.microbatch)]
         args += ["--batch-seqs", str(self.batch_seqs), "--seq-len", str(self.seq_len), "--dtype", self.dtype]

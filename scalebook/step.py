@@ -214,6 +214,25 @@ def attention_matmul_factor(flash_attention: bool) -> float:
     return 1.0 if flash_attention else 2.0
 
 
+def _attention_seconds_per_token(s: "Setting", reruns) -> np.ndarray:
+    """Seconds per token (before the split over tp and stages) of a step's attention matmuls.
+
+    Forward F_a and each forward re-run of remat (`reruns`) at the forward rate; the backward pass
+    2 F_a where the scores are stored (unfused), 2.5 F_a for a fused kernel, which recomputes
+    Q K^T (`efficiency.attention_backward_over_forward`), at the backward rate. F_a is the causal
+    count times `attention_matmul_factor` (the whole square when unfused). Rates: the fused
+    kernel's (`Setting.attention_forward_flops_per_s`, ...) or the flat matmul rate.
+    """
+    from . import efficiency as _eff
+    rate = s.peak_flops_per_s * s.efficiency
+    fwd = s.facts.attention_flops_per_token * attention_matmul_factor(s.flash_attention)
+    if not s.flash_attention:
+        return fwd * (1 + 2 + np.asarray(reruns, dtype=float)) / rate
+    r_f = s.attention_forward_flops_per_s or rate
+    r_b = s.attention_backward_flops_per_s or rate
+    return fwd * ((1 + np.asarray(reruns, dtype=float)) / r_f + _eff.attention_backward_over_forward() / r_b)
+
+
 _D_WIDE = {"layer input", "norm1 output", "residual after attention", "norm2 output", "output projection"}
 
 
@@ -546,6 +565,10 @@ class Setting:
     activation_dtype: str
     tp_overlap_slowdown: float = 0.0  # compute lost per second of TP traffic hidden behind matmuls
     dropout: bool = False  # dropout masks saved; a dropout pass over unfused attention scores
+    # the attention matmuls' rates where attention is fused (`efficiency.attention_flops_per_s`);
+    # None: the weight matmuls' flat rate, peak x efficiency
+    attention_forward_flops_per_s: float | None = None
+    attention_backward_flops_per_s: float | None = None
 
 
 def _act_table(setting: Setting, cps: np.ndarray) -> np.ndarray:
@@ -602,8 +625,7 @@ def evaluate(setting: Setting, a: Mapping[str, np.ndarray], groups: Mapping[str,
     # attention FLOPs per token of the step: forward, backward (twice), and what remat recomputes
     # (full: the whole forward; selective: the attention core)
     attn_tok = m.attention_flops_per_token * (3 + full + sel)
-    c_matmul = tok * frac / (tp * rate) * ((flop_tok - attn_tok) * ratio
-                                           + attn_tok * attention_matmul_factor(s.flash_attention))
+    c_matmul = tok * frac / tp * ((flop_tok - attn_tok) * ratio / rate + _attention_seconds_per_token(s, full + sel))
     passes = 3 + full
     elements = (m.elementwise_wide / np.where(sp > 0, tp, 1.0) + m.elementwise_rest / tp) * passes \
         + (1 - flash) * m.score_elements_per_t * T / tp * _score_elements(full + sel, s.dropout, b_act)

@@ -39,6 +39,11 @@ from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_
 from .errors import instance as _instance, integer as _integer, number as _number, text as _text
 from .topology import Axis, Topology
 
+#: Fused attention kernels with published speeds (`data/attention_kernels.json`,
+#: `scalebook.efficiency.attention_flops_per_s`); 'native' is a kernel written for the chip, whose
+#: matmuls run at the chip's matmul rate.
+ATTENTION_KERNELS = ("native", "flash-attention-2", "flash-attention-triton")
+
 KINDS = ("tp", "cp", "fsdp", "dp", "pp")
 #: What `place` returns a group for: the five degrees plus the groups derived from them.
 GROUPS = ("tp", "cp", "fsdp", "dp", "pp", "ep", "grad", "expert_fsdp", "expert_grad")
@@ -82,6 +87,10 @@ class Strategy(Readable):
     stream (Megatron-LM's default of 0.1): the 1-byte masks are saved where the layer's activations
     are (Korthikanti et al. 2022), and unfused attention pays a dropout pass over its scores each
     way (`scalebook.step.SCORE_PASSES`). Default off.
+    `attention_kernel`: which fused attention kernel runs where `flash_attention` is on, one of
+    `scalebook.efficiency.ATTENTION_KERNELS`: 'native' (default; a kernel written for the chip, at
+    the matmul rate), 'flash-attention-2' or 'flash-attention-triton' at their published speeds
+    (`scalebook.efficiency.attention_flops_per_s`).
     `reshard_after_forward`: FSDP frees each layer's gathered weights after its forward pass and
     gathers them again for the backward pass (PyTorch FSDP's `reshard_after_forward`, its default);
     False keeps them from forward to backward: one gather per layer and microbatch instead of two,
@@ -112,6 +121,7 @@ class Strategy(Readable):
     reshard_after_forward: bool = True
     backward_prefetch: bool = True
     dropout: bool = False
+    attention_kernel: str = "native"
     placement: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -128,6 +138,7 @@ class Strategy(Readable):
             raise Error(f"dp x fsdp x tp x pp x cp is too large (at most {MAX_CHIPS:,} chips), got "
                         f"{self.dp * self.fsdp * self.tp * self.pp * self.cp:,}")
         choose("pipeline schedule", self.schedule, SCHEDULES)
+        choose("attention kernel", self.attention_kernel, ATTENTION_KERNELS)
         choose("remat policy", self.remat, tuple(REMAT))
         if self.zero not in (0, 1, 2) or isinstance(self.zero, bool):
             raise Error(f"zero must be 0, 1 or 2 (the ZeRO stage of the dp part; fsdp is stage 3), got {self.zero!r}")
@@ -184,6 +195,8 @@ class Strategy(Readable):
             extra.append(self.schedule + (f" v{self.virtual_stages}" if self.virtual_stages > 1 else ""))
         if self.dropout:
             extra.append("dropout")
+        if self.attention_kernel != "native" and self.flash_attention:
+            extra.append(self.attention_kernel)
         if self.matmul_dtype != "bf16":
             extra.append(self.matmul_dtype)
         body = " x ".join(parts) or "1 chip"

@@ -29,6 +29,7 @@ import numpy as np
 
 from ._readable import Readable
 from . import collectives, step, units
+from . import efficiency as efficiency_
 from ._data import load
 from .errors import Error, require_positive
 from .errors import MAX_CHIPS, MAX_COUNT, MAX_TOKENS, require_count as _require_count  # noqa: F401
@@ -326,13 +327,17 @@ def setting(model: Transformer, *, topology: Topology, strategy: Strategy, batch
     s = strategy
     b = units.dtype_bytes
     master = b(s.master_dtype) if s.master_dtype else 0.0
+    peak = c.peak_flops_per_s(c.compute_dtype(s.matmul_dtype))
+    attention = efficiency_.attention_flops_per_s(c, s.attention_kernel, matmul_flops_per_s=peak * eff)
     return step.Setting(
         model=model, facts=step.model_facts(model, seq_len), topology=topology, batch_tokens=batch_tokens,
         seq_len=seq_len, peak_flops_per_s=c.peak_flops_per_s(c.compute_dtype(s.matmul_dtype)), efficiency=eff,
         param_bytes=b(s.param_dtype), grad_bytes=b(s.grad_dtype),
         optimizer_bytes_per_param=2 * b(s.optimizer_dtype) + master, activation_bytes=b(s.activation_dtype),
         flash_attention=s.flash_attention, activation_dtype=s.activation_dtype,
-        tp_overlap_slowdown=tp_overlap_slowdown(), dropout=s.dropout)
+        tp_overlap_slowdown=tp_overlap_slowdown(), dropout=s.dropout,
+        attention_forward_flops_per_s=attention.forward_flops_per_s,
+        attention_backward_flops_per_s=attention.backward_flops_per_s)
 
 
 def tp_overlap_slowdown() -> float:

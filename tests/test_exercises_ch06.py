@@ -75,7 +75,10 @@ def test_6_2_boundary_is_clear():
 #   (1024 tokens x 2 K H in bf16) to the neighbour at 90 GB/s one way (an 8-chip segment of X, no
 #   wraparound: the ring's step pays 7 hops), each hiding behind 1/8 of the chip's causal attention FLOPs of
 #   a layer (2 T N H per token forward); only the excess is exposed.
-SEC_PER_TOKEN_TPU = 3 * FWD70 / (PEAK["tpu-v5p"] * EFF_TPU) \
+# A fused attention kernel's backward pass recomputes QK^T: 2.5 forward passes of the attention matmuls
+# (Dao 2023, sec. 4.1) where 3F counts 2, so half a forward pass of attention more, 2 T N H per layer causal.
+ATTN70 = L70 * 2 * T * N70 * H70
+SEC_PER_TOKEN_TPU = (3 * FWD70 + 0.5 * ATTN70) / (PEAK["tpu-v5p"] * EFF_TPU) \
     + memory_bound_seconds_per_token(L70, D70, N70, K70, H70, F70, HBM_BW["tpu-v5p"])
 P70_TOP = 2 * V * D70 + D70
 ICI_HOP = 1e-6
@@ -109,7 +112,7 @@ IB_PROTOCOLS = ((2.7e-6, 0.5), (4.0e-6, 0.92), (14e-6, 1.0))
 LAYER_GATHER_IB = min(511 * lat + (P70 - P70_TOP) / L70 * 2 / 8 * (511 / 512) / (50e9 * share)
                       for lat, share in IB_PROTOCOLS)
 T_FSDP = 3 * L70 * LAYER_GATHER_IB
-SEC_PER_TOKEN_H100 = 3 * FWD70 / (PEAK["h100"] * EFF_GPU) \
+SEC_PER_TOKEN_H100 = (3 * FWD70 + 0.5 * ATTN70) / (PEAK["h100"] * EFF_GPU) \
     + memory_bound_seconds_per_token(L70, D70, N70, K70, H70, F70, HBM_BW["h100"])
 
 # 6.9: MT-NLG 530B: 105 layers, D = 20480, 128 heads of 160 (multi-head), plain MLP 4D, vocabulary 51200.
@@ -155,8 +158,9 @@ HAND = {
 }
 # How close each hand derivation must come to the key (it drops the terms named above).
 # 6.7: the step model prices each matmul at a shape-aware efficiency (tile and wave quantisation of the TP8
-# shards), the hand derivation at the one fitted efficiency; they differ by about 1.5%.
-REL = {"6.4": 0.005, "6.6": 0.005, "6.7": 0.02, "6.11": 1e-6}
+# shards) and takes the compute per token at B* in whole sequences, the hand derivation at the one fitted
+# efficiency; they differ by about 2.3% (the problem's tolerance is 3%).
+REL = {"6.4": 0.005, "6.6": 0.005, "6.7": 0.03, "6.11": 1e-6}
 
 
 def test_6_3_rule_gives_eighteen_before_rounding():

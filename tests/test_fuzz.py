@@ -92,7 +92,7 @@ RESULT_CLASSES = {
     "serving_results.ServingConstants", "serving_results.ErrorStats", "serving_results.ValidationReport",
     "memory_levels.LevelRoofline", "gpu_network.FatTree", "gpu_network.Stage", "gpu_network.HierarchicalCollective",
     "gpu_network.ParallelismLimits", "published.ErrorSummary", "published.RunComparison",
-    "published.TrainingReport", "efficiency.Tiling", "transformer.ElementwiseFlops",
+    "published.TrainingReport", "efficiency.Tiling", "transformer.ElementwiseFlops", "efficiency.AttentionRates",
 }
 
 
@@ -216,6 +216,7 @@ GOOD_FOR = {
     "serving.Speculation": {"draft_tokens": 4},
     "efficiency.quantisation": {"m": 1024, "k": 1024, "n": 1024},
     "efficiency.matmul_seconds": {"m": 1024, "k": 1024, "n": 1024, "eff_kernel": 0.8, "dtype_bytes": 2.0},
+    "efficiency.attention_flops_per_s": {"chip": "h100", "kernel": "flash-attention-2", "matmul_flops_per_s": 6e14},
     "units.parse_quantity": {"value": 1e9, "unit": "B"},
     "sharding.format_operand": {"name": "A", "dims": ("I", "J"), "sharding": {"I": ("X",)}},
     "sharding.plan": {"chip": "tpu-v5e", "topology": None},

@@ -12,7 +12,7 @@ import argparse
 from .. import models, units
 from ..cli import add_json_flag, emit, positive_number, table, whole_number
 from ..errors import Error
-from ..strategy import POLICY_NAMES, SCHEDULES, Strategy
+from ..strategy import ATTENTION_KERNELS, POLICY_NAMES, SCHEDULES, Strategy
 
 
 whole = whole_number  # argparse type: a positive whole number (the shared CLI number parser)
@@ -56,6 +56,9 @@ def register(sub) -> None:
                    help="dropout on attention probabilities and residuals (masks saved; a pass over unfused scores)")
     p.add_argument("--no-flash-attention", action="store_true",
                    help="attention materialises its scores (memory and softmax traffic grow with T)")
+    p.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default="native",
+                   help="the fused attention kernel: native (written for the chip, at the matmul rate; default), "
+                        "flash-attention-2 or flash-attention-triton at their published speeds")
     p.add_argument("--train-tokens", type=positive_number, default=None,
                    help="token budget: also report days, chip-hours and cost")
     p.add_argument("--usd-per-chip-hour", type=positive_number, default=None,
@@ -89,7 +92,8 @@ def run(args) -> int:
                         schedule=schedule, zero=args.zero, remat=args.remat, matmul_dtype=matmul_dtype(args.dtype),
                         tp_overlap=args.tp_overlap, flash_attention=not args.no_flash_attention,
                         reshard_after_forward=not args.no_reshard_after_forward,
-                        backward_prefetch=not args.no_backward_prefetch, dropout=args.dropout)
+                        backward_prefetch=not args.no_backward_prefetch, dropout=args.dropout,
+                        attention_kernel=args.attention_kernel)
     e = training.estimate(model, strategy=strategy, seq_len=args.seq_len, chip=args.chip, chips=args.chips,
                           efficiency=args.efficiency, **batch_kwargs(args))
     data = e.to_dict()
