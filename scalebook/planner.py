@@ -263,8 +263,9 @@ class _Gathered(Mapping):
         return len(self._table) + sum(k not in self._table for k in self._got)
 
 
-def _pareto(times: np.ndarray, mems: np.ndarray) -> list[int]:
-    order = np.lexsort((mems, times))
+def _pareto(times: np.ndarray, mems: np.ndarray, order: "np.ndarray | None" = None) -> list[int]:
+    """Indices of the time-memory Pareto front, fastest first; `order`: np.lexsort((mems, times)) if known."""
+    order = np.lexsort((mems, times)) if order is None else order
     m = mems[order]
     # on the front: less memory than every strategy at least as fast (those before it in order)
     before = np.concatenate(([math.inf], np.minimum.accumulate(m)[:-1]))
@@ -298,8 +299,10 @@ def plan(model: Transformer, *, seq_len: int, batch_tokens: float | None = None,
                     f"{topo.num_chips} {topo.chip.name}; the leanest needs {units.format_quantity(least, 'B')}: "
                     "use more chips or a smaller batch per chip")
     idx = np.flatnonzero(ok)
-    best = idx[np.lexsort((r["memory"][idx], r["step"][idx]))[:top]]
-    front = idx[_pareto(r["step"][idx], r["memory"][idx])]
+    times, mems = r["step"][idx], r["memory"][idx]
+    order = np.lexsort((mems, times))  # fastest first, then leanest
+    best = idx[order[:top]]
+    front = idx[_pareto(times, mems, order)]
     # Each winner's TrainingEstimate is built from its row of the search, as `estimate` builds it
     # from its own one-row evaluation (`training._from_row`): the same numbers, without pricing it again.
     built: dict[int, TrainingEstimate] = {}
