@@ -45,7 +45,7 @@ from .hardware import Chip
 from .models import Transformer
 from .strategy import GROUPS, POLICY_NAMES, Placement, Strategy, _group_axes, _ordered, _placement
 from .topology import Topology
-from .training import TrainingEstimate, _batch, _from_row, _resolve_topology, estimate, setting  # noqa: F401
+from .training import TrainingEstimate, _batch, _from_row, _resolve_topology, setting
 
 MAX_TP, MAX_CP, MAX_PP = 64, 32, 64
 
