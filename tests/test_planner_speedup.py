@@ -63,11 +63,12 @@ def _plain_evaluate_all(model, cands, topo, batch_tokens, seq_len):
     return step.evaluate(st, cands.arrays(), groups)
 
 
-def test_the_search_gives_every_row_what_plain_evaluation_gives():
-    topo = topology.for_chips("h100", 64)
-    cands = planner.candidates(L8, chips=64, seqs=128, seq_len=4096)
-    fast = planner.evaluate_all(L8, cands, topology=topo, batch_tokens=128 * 4096, seq_len=4096)
-    plain = _plain_evaluate_all(L8, cands, topo, 128 * 4096, 4096)
+@pytest.mark.parametrize("model, chip", [(L8, "h100"), (L8, "tpu-v5p"), (MIXTRAL, "h100")])
+def test_the_search_gives_every_row_what_plain_evaluation_gives(model, chip):
+    topo = topology.for_chips(chip, 64)
+    cands = planner.candidates(model, chips=64, seqs=128, seq_len=4096)
+    fast = planner.evaluate_all(model, cands, topology=topo, batch_tokens=128 * 4096, seq_len=4096)
+    plain = _plain_evaluate_all(model, cands, topo, 128 * 4096, 4096)
     for k, v in plain.items():
         if k != "valid":
             assert np.array_equal(np.asarray(fast[k]), np.asarray(v)), k
