@@ -332,6 +332,10 @@ assert _NET_PROTO == link_protocols("dcn")
 #: group's fields at the rows `first`. `planner` sets it: its rows repeat each set of degrees and
 #: microbatch for every remat policy and TP overlap setting.
 REPEATS = "_repeats"
+#: Key of a group mapping that holds a dict in which `price` keeps what it priced on that group,
+#: by collective and V: a caller that evaluates the same groups many times (a fit varying only
+#: the efficiency, `training._estimator`) prices each collective once.
+PRICED = "_priced"
 
 
 def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
@@ -343,7 +347,21 @@ def price(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
     Where `g` says which of its rows repeat others (`REPEATS`) and `v` repeats with them, each
     class is priced once and copied to its rows: the same numbers (the formula is elementwise),
     without pricing duplicates. A `v` that differs within a class is priced row by row.
+    Where `g` holds a `PRICED` dict, a collective already priced there at the same V is copied
+    from it.
     """
+    memo = g.get(PRICED)
+    if memo is None:
+        return _price_rows(kind, g, v)
+    v_arr = np.asarray(v)
+    key = (kind, v_arr.dtype.str, v_arr.shape, v_arr.tobytes())
+    if key not in memo:
+        memo[key] = _price_rows(kind, g, v)
+    return memo[key].copy()
+
+
+def _price_rows(kind: str, g: Mapping[str, np.ndarray], v) -> np.ndarray:
+    """`price` without the memo: by class where `g` says which rows repeat (`REPEATS`)."""
     repeats = g.get(REPEATS)
     if repeats is not None:
         first, inverse, fields = repeats

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -390,6 +390,21 @@ def estimate(model: Transformer, *, strategy: Strategy, seq_len: int, batch_toke
     tokens each; it must split evenly over the dp x fsdp replicas. The step model
     and its assumptions: `scalebook.step`; conventions: this module's docstring.
     """
+    return _estimator(model, strategy=strategy, seq_len=seq_len, batch_tokens=batch_tokens, batch_seqs=batch_seqs,
+                      chip=chip, chips=chips, topology=topology)(efficiency)
+
+
+def _estimator(model: Transformer, *, strategy: Strategy, seq_len: int, batch_tokens: float | None = None,
+               batch_seqs: int | None = None, chip: "str | Chip | None" = None, chips: int | None = None,
+               topology: Topology | None = None) -> "Callable[[float | None], TrainingEstimate]":
+    """`estimate` of these inputs as a function of `efficiency`, for fits that call it many times.
+
+    The inputs are checked, the strategy placed and its groups described once; each call prices
+    the step at its efficiency (`setting`, `step.evaluate`). Collectives depend on bytes and
+    links, not on the efficiency: `step.price` keeps what it priced on each group (`step.PRICED`),
+    and the step's list of collectives is made again only when the step's structure differs
+    (`_from_row`). The same numbers as `estimate` with that efficiency.
+    """
     model = _as_model(model)
     _instance('strategy', strategy, Strategy)
     if not isinstance(model, Transformer):
@@ -410,23 +425,39 @@ def estimate(model: Transformer, *, strategy: Strategy, seq_len: int, batch_toke
     mb = _microbatch(strategy, replica)
     if replica % mb:
         raise Error(f"microbatch={mb} does not divide the {replica} sequences of each data-parallel replica")
-    st = setting(model, topology=topo, strategy=strategy, batch_tokens=tokens, seq_len=seq_len, efficiency=efficiency)
-    groups = {g: step.stack([step.describe(pl, g)]) for g in pl.groups}
-    r = step.evaluate(st, arrays([strategy], [mb]), groups)
-    return _from_row(model, st, strategy, pl, r, 0)
+    # each group keeps its priced collectives: no efficiency changes them (`step.PRICED`)
+    groups = {g: {**step.stack([step.describe(pl, g)]), step.PRICED: {}} for g in pl.groups}
+    arr = arrays([strategy], [mb])
+    priced: dict = {}  # the step's collectives, by the structure they depend on
+
+    def at(efficiency: float | None) -> TrainingEstimate:
+        st = setting(model, topology=topo, strategy=strategy, batch_tokens=tokens, seq_len=seq_len,
+                     efficiency=efficiency)
+        return _from_row(model, st, strategy, pl, step.evaluate(st, arr, groups), 0, priced)
+
+    return at
 
 
 def _from_row(model: Transformer, st: step.Setting, strategy: Strategy, pl: Placement,
-              r: Mapping[str, np.ndarray], i: int) -> TrainingEstimate:
+              r: Mapping[str, np.ndarray], i: int, priced: "dict | None" = None) -> TrainingEstimate:
     """The `TrainingEstimate` of row `i` of a `step.evaluate` result (`r`), priced under `st`.
 
     `estimate` calls it on its one-row evaluation and `planner.plan` on the rows of its search, so
     a plan's strategies carry exactly the numbers `estimate` gives them. Trusts its inputs: the
     strategy is row `i`'s (its microbatch count, placement `pl` and setting `st` dtypes), already
-    checked.
+    checked. `priced`, where given, keeps the step's collectives (`_collectives`) of earlier calls
+    with the same strategy, placement, model and batch, by the numbers of the row they read: a
+    fit that varies only the efficiency prices them once.
     """
     topo, tokens, seq_len = st.topology, st.batch_tokens, st.seq_len
     r = {k: v[i] if np.ndim(v) else np.asarray(v)[()] for k, v in r.items()}  # numpy scalars, as one row gives
+    if priced is None:
+        steps = _collectives(st, strategy, pl, r)
+    else:
+        shape = tuple(r[k] for k in ("microbatches", "stage_layers", "dense_stage_params", "expert_stage_params"))
+        if shape not in priced:
+            priced[shape] = _collectives(st, strategy, pl, r)
+        steps = priced[shape]
     kinds = ("tp", "fsdp", "dp", "pp", "ep", "cp")
     mem = MemoryPerChip(params_bytes=r["params_bytes"], grads_bytes=r["grads_bytes"],
                         optimizer_bytes=r["optimizer_bytes"], gathered_weights_bytes=r["gathered_weights_bytes"],
@@ -440,7 +471,7 @@ def _from_row(model: Transformer, st: step.Setting, strategy: Strategy, pl: Plac
         memory_bound_seconds=float(r["vector"]), comm_seconds={k: float(r[k]) for k in kinds},
         exposed_seconds={k: float(r[f"exposed_{k}"]) for k in kinds}, bubble_seconds=float(r["bubble"]),
         optimizer_seconds=float(r["optimizer"]), step_seconds=float(r["step"]), memory=mem,
-        collectives=_collectives(st, strategy, pl, r), peak_flops_per_s=st.peak_flops_per_s)
+        collectives=steps, peak_flops_per_s=st.peak_flops_per_s)
 
 
 def _collectives(st: step.Setting, s: Strategy, pl: Placement, r: Mapping[str, float]) -> tuple[StepCollective, ...]:
@@ -738,9 +769,14 @@ def fit_runs(family: str) -> list:
 
 
 def _run_estimate(run, efficiency: float) -> "TrainingEstimate":
+    return _run_estimator(run)(efficiency)
+
+
+def _run_estimator(run) -> "Callable[[float | None], TrainingEstimate]":
+    """`_run_estimate(run, efficiency)` as a function of the efficiency (`_estimator`)."""
     kw = run.estimate_kwargs()
     strategy = Strategy(**kw.pop("strategy_kwargs"))
-    return estimate(run.model_config(), strategy=strategy, efficiency=efficiency, **kw)
+    return _estimator(run.model_config(), strategy=strategy, **kw)
 
 
 def refit_default_efficiency(family: str) -> float:
@@ -767,9 +803,11 @@ def refit_default_efficiency(family: str) -> float:
     lo, hi = min(own), max(own)
     trials = sorted(set(own) | {lo + (hi - lo) * i / 40 for i in range(41)})
 
+    at = [_run_estimator(r) for r in runs_]  # each run checked and placed once for every trial
+
     def cost(eff: float) -> float:
-        return float(np.median([abs(math.log(_run_estimate(r, eff).tokens_per_s_per_chip
-                                             / r.reported_tokens_per_s_per_chip())) for r in runs_]))
+        return float(np.median([abs(math.log(est(eff).tokens_per_s_per_chip / r.reported_tokens_per_s_per_chip()))
+                                for r, est in zip(runs_, at)]))
     return min(trials, key=cost)
 
 
@@ -785,7 +823,10 @@ def fit_efficiency(model: Transformer, *, target: float, metric: str = "mfu", **
     if metric not in ("mfu", "hfu", "model_flops_per_s_per_chip", "tokens_per_s_per_chip"):
         raise Error(f"unknown metric {metric!r}; valid: mfu, hfu, model_flops_per_s_per_chip, tokens_per_s_per_chip")
     require_positive(target=target)
-    get = lambda eff: getattr(estimate(model, efficiency=eff, **estimate_kwargs), metric)  # noqa: E731
+    if "efficiency" in estimate_kwargs:
+        raise Error("fit_efficiency finds the efficiency: do not pass one")
+    at = _estimator(model, **estimate_kwargs)  # checked and placed once for the whole bisection
+    get = lambda eff: getattr(at(eff), metric)  # noqa: E731
     lo, hi = 1e-4, 1.0
     if get(hi) < target:
         raise Error(f"even at 100% matmul efficiency the model gives {metric} {get(hi):.3g} < {target:.3g}: "

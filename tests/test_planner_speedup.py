@@ -1,9 +1,11 @@
-"""scalebook.planner's fast paths (issue 18: the planner under 1 s) give what the plain paths give.
+"""The fast paths of the planner and the fits (issue 18: the planner under 1 s) give what the plain
+paths give.
 
 `plan` builds its winners' estimates from the rows of its one vectorised search instead of
 calling `training.estimate` again; `step.price` prices each class of repeated rows once; the
 placements of the search are laid with the axes ordered once; candidate rows, the shape dedupe
-of `step.evaluate` and the Pareto front are computed with numpy instead of loops. Each test pins a
+of `step.evaluate` and the Pareto front are computed with numpy instead of loops. The efficiency
+fits check, place and describe a strategy once and keep its priced collectives. Each test pins a
 fast path against the straightforward computation it replaces, exactly (the same floating-point
 operations in the same order), or against a front worked out by hand. Timings are not tested:
 `make bench` measures them (`benchmarks/run.py`).
@@ -177,3 +179,45 @@ def test_candidates_are_the_rows_of_the_nested_loops(model, chips, seqs, remat):
            for k, v, mb, r, o in zip(c.key, c.virtual_stages, c.microbatch, c.remat, c.tp_overlap)]
     assert got == _plain_candidates(model, chips, seqs, 4096, remat)
     assert len({tuple(k) for k in c.keys}) == len(c.keys)  # each set of degrees once
+
+
+# --- fits: `training.fit_efficiency` and `refit_default_efficiency` price one strategy at many
+# efficiencies through `training._estimator`, which checks, places and describes it once ---
+
+def test_an_estimator_gives_at_each_efficiency_exactly_what_estimate_gives():
+    kw = dict(strategy=Strategy(fsdp=16, tp=4, sequence_parallel=True, remat="selective"), seq_len=4096,
+              batch_seqs=128, chip="h100", chips=64)
+    at = training._estimator(L8, **kw)
+    for eff in (0.5, 0.31, 0.5, None, 1.0):  # repeated, and the default, in one estimator's life
+        e, want = at(eff), training.estimate(L8, efficiency=eff, **kw)
+        for f in dataclasses.fields(training.TrainingEstimate):
+            assert getattr(e, f.name) == getattr(want, f.name), (eff, f.name)
+
+
+def test_an_estimator_checks_its_inputs_as_estimate_does():
+    with pytest.raises(Error, match="tp=3"):
+        training._estimator(L8, strategy=Strategy(tp=3, dp=2), seq_len=4096, batch_seqs=8, chip="h100", chips=6)
+    at = training._estimator(L8, strategy=Strategy(dp=8), seq_len=4096, batch_seqs=8, chip="h100", chips=8)
+    with pytest.raises(Error, match="efficiency"):
+        at(1.5)
+
+
+def test_fit_efficiency_refuses_an_efficiency_of_its_own():
+    with pytest.raises(Error, match="efficiency"):
+        training.fit_efficiency(L8, target=0.4, strategy=Strategy(dp=8), seq_len=4096, batch_seqs=8, chip="h100",
+                                chips=8, efficiency=0.5)
+
+
+def test_price_keeps_what_it_priced_on_a_group_and_hands_out_copies():
+    plain = _stacked()
+    kept = {**plain, step.PRICED: {}}
+    v = np.array([1e8, 3e7, 2e8, 3e7])
+    first = step.price("all-reduce", kept, v)
+    assert np.array_equal(first, step.price("all-reduce", plain, v))
+    first[:] = 0.0  # a caller's change to its result does not reach the next caller
+    again = step.price("all-reduce", kept, v)
+    assert np.array_equal(again, step.price("all-reduce", plain, v)) and len(kept[step.PRICED]) == 1
+    # another collective, or other bytes, is priced anew
+    assert np.array_equal(step.price("all-gather", kept, v), step.price("all-gather", plain, v))
+    assert np.array_equal(step.price("all-reduce", kept, 2 * v), step.price("all-reduce", plain, 2 * v))
+    assert len(kept[step.PRICED]) == 3
