@@ -3,7 +3,7 @@ model on a chip budget (the chip, and how many), with the fastest plan marked.
 
 Every value is `planner.plan`'s: it prices every factorisation of the chips into DP, FSDP, TP, PP,
 CP (with microbatches, remat and interleaving), drops what does not fit in HBM, and returns the
-Pareto front of step time against memory per chip (each point re-priced by `training.estimate`).
+Pareto front of step time against memory per chip (each point exactly as `training.estimate` gives it).
 A point is one plan on that front: days to train on the chapter's 15T tokens (`days(TOKENS)`,
 step time x steps) against its memory per chip, both as `estimate` gives them; the fastest plan
 (`plan.best[0]`, also the front's first point) is marked, and the readout names its strategy,
