@@ -12,9 +12,10 @@ Conventions:
 - MFU = model FLOPs / (step seconds x chips x peak), HFU the same with hardware FLOPs; the peak is
   the dense peak of the dtype the matmuls run in (bf16, or fp8 where the chip has it).
 - `efficiency` is the fraction of peak FLOP/s that the matmuls achieve while they run: kernel
-  efficiency, not communication (which the model prices). Its default per chip family is fitted
-  on the published runs marked 'fit' (`fit_runs`; until the runs table carries roles, one anchor
-  run each, chapter 6); pass your own to explore.
+  efficiency, not communication (which the model prices). Its default is fitted on the published
+  runs marked 'fit' (`fit_runs`, chapter 6): one constant for TPUs, one per GPU generation that
+  has fit runs (Ampere, Hopper), and one over every GPU fit run for the GPUs of a generation
+  without any (`efficiency_family`); pass your own to explore.
 - Memory per chip counts weights, gradients, Adam state (two moments and a master copy),
   FSDP's gathered layers, saved activations of the microbatches in flight, and the fp32 logits of
   one microbatch. It leaves out framework workspace and fragmentation, so "fits" is optimistic.
@@ -41,20 +42,44 @@ from .strategy import KINDS, POLICY_NAMES, Placement, Strategy, place
 from .topology import Topology, for_chips
 
 __all__ = ["Strategy", "TrainingEstimate", "StepCollective", "MemoryPerChip", "estimate", "default_efficiency",
+           "efficiency_family", "efficiency_families",
            "critical_batch_per_chip", "rule_of_thumb_batch_per_chip", "max_tp_degree", "check_fits_model",
            "fit_efficiency", "refit_default_efficiency", "price_per_chip_hour", "link_bytes_per_s",
            "pipeline_bubble_fraction", "min_expert_width", "min_context_chunk", "fit_runs", "tp_overlap_slowdown"]
 
 
+def efficiency_families() -> tuple[str, ...]:
+    """The names whose matmul efficiency is fitted: 'tpu', 'gpu' and each GPU generation with fit runs."""
+    return tuple(k for k, v in load("training_efficiency").items() if isinstance(v, dict) and "efficiency" in v)
+
+
+def efficiency_family(chip: "str | Chip") -> str:
+    """Whose fitted efficiency `chip` takes: 'tpu'; its GPU generation ('ampere', 'hopper') where
+    `data/training_efficiency.json` fits one (the entry lists its `chips`); else 'gpu', fitted on
+    every GPU fit run (Blackwell today: no published Blackwell run is marked 'fit').
+
+    A generation is one Tensor Core design: its chips run the same kernels, so a kernel's fraction of
+    peak carries over between them (H200 is a Hopper GPU like H100, with more and faster HBM,
+    nvidiah200), not across generations (Hopper's fourth-generation Tensor Cores and Tensor Memory
+    Accelerator are new, nvidiahopperwp).
+    """
+    c = _chip(chip)
+    if c.is_tpu:
+        return "tpu"
+    for family, entry in load("training_efficiency").items():
+        if isinstance(entry, dict) and c.name in entry.get("chips", ()):
+            return family
+    return "gpu"
+
+
 def default_efficiency(chip: "str | Chip") -> float:
-    """Achieved matmul efficiency for a chip family ('tpu' or 'gpu'), fitted in chapter 6.
+    """Achieved matmul efficiency of `chip`'s efficiency family (`efficiency_family`), fitted in chapter 6.
 
     Stored in `data/training_efficiency.json` with the runs it was fitted on (`fitted_on`);
-    regenerate with `tools/fit_efficiency.py` (a test checks the stored value still reproduces
+    regenerate with `tools/fit_efficiency.py` (a test checks each stored value still reproduces
     its fit).
     """
-    fam = "tpu" if _chip(chip).is_tpu else "gpu"
-    return float(load("training_efficiency")[fam]["efficiency"])
+    return float(load("training_efficiency")[efficiency_family(chip)]["efficiency"])
 
 
 def price_per_chip_hour(chip: "str | Chip") -> float | None:
@@ -752,17 +777,25 @@ def max_tp_degree(model: Transformer, *, chip: "str | Chip", link: str | None = 
 # --- calibration -------------------------------------------------------------------------------
 
 def fit_runs(family: str) -> list:
-    """The published runs the default efficiency of `family` ('tpu' or 'gpu') is fitted on.
+    """The published runs the default efficiency of `family` is fitted on (`efficiency_families`).
 
-    Every run of that chip family whose `role` is 'fit' (`scalebook.runs`) and that reports a speed.
+    Every run whose `role` is 'fit' (`scalebook.runs`), that reports a speed and whose chip is of
+    that family: 'tpu' every TPU, 'gpu' every GPU, a generation ('ampere', 'hopper') its `chips`.
     """
     _text('family', family)
     from . import runs
-    entry = load("training_efficiency").get(family)
-    if family not in ("tpu", "gpu") or entry is None:
-        raise Error(f"unknown chip family {family!r}; valid: tpu, gpu")
+    families = efficiency_families()
+    if family not in families:
+        raise Error(f"unknown chip family {family!r}; valid: {', '.join(families)}")
+    entry = load("training_efficiency")[family]
+
+    def member(chip: str) -> bool:
+        c = _chip(chip)
+        if family in ("tpu", "gpu"):
+            return c.is_tpu == (family == "tpu")
+        return c.name in entry.get("chips", ())
     fits = [r for r in runs.published_runs() if getattr(r, "role", None) == "fit"
-            and ("tpu" if _chip(r.chip).is_tpu else "gpu") == family and r.reported_tokens_per_s_per_chip()]
+            and member(r.chip) and r.reported_tokens_per_s_per_chip()]
     if not fits:
         raise Error(f"no published run of chip family {family!r} has role 'fit' and a reported speed")
     return fits
@@ -780,7 +813,7 @@ def _run_estimator(run) -> "Callable[[float | None], TrainingEstimate]":
 
 
 def refit_default_efficiency(family: str) -> float:
-    """Fit the default efficiency of a chip family ('tpu' or 'gpu') again on its fit runs.
+    """Fit the default efficiency of a chip family (`efficiency_families`) again on its fit runs.
 
     The efficiency minimises the median over `fit_runs(family)` of |log(predicted / reported)|
     tokens/s per chip. The median is flat between the runs' own efficiencies (the value at which

@@ -386,18 +386,38 @@ def test_fit_efficiency_refuses_a_target_communication_cannot_reach():
                                 batch_seqs=64, chip="h100", chips=64)
 
 
-@pytest.mark.parametrize("family", ["tpu", "gpu"])
-def test_default_efficiency_is_the_refit_on_the_fit_runs_only(family):
+# family, a chip that takes its constant, and which fit runs belong to it
+FAMILIES = [("tpu", "tpu-v5p", lambda chip: scalebook.chip(chip).is_tpu),
+            ("gpu", "b200", lambda chip: not scalebook.chip(chip).is_tpu),
+            ("ampere", "a100", lambda chip: chip == "a100"),
+            ("hopper", "h100", lambda chip: chip in ("h100", "h200"))]
+
+
+@pytest.mark.parametrize("family, chip, member", FAMILIES, ids=[f[0] for f in FAMILIES])
+def test_default_efficiency_is_the_refit_on_the_fit_runs_only(family, chip, member):
     """If the step model changes, run tools/fit_efficiency.py to refit the defaults."""
     from scalebook._data import load
 
-    chip = "tpu-v5p" if family == "tpu" else "h100"
     stored = load("training_efficiency")[family]
-    fit_ids = [r.id for r in runs.published_runs() if r.role == "fit"
-               and scalebook.chip(r.chip).is_tpu == (family == "tpu")]
+    fit_ids = [r.id for r in runs.published_runs() if r.role == "fit" and member(r.chip)]
     assert stored["fitted_on"] == fit_ids  # every fit run of the family, and no validation run
     assert [r.id for r in training.fit_runs(family)] == fit_ids
     assert training.refit_default_efficiency(family) == pytest.approx(training.default_efficiency(chip), abs=1e-3)
+
+
+def test_a_gpu_takes_its_generations_efficiency_and_one_without_fit_runs_the_gpu_one():
+    # Ampere: A100; Hopper: H100 and H200 (nvidiahopperwp, nvidiah200); Blackwell has no fit run
+    assert training.efficiency_families() == ("tpu", "gpu", "ampere", "hopper")
+    family = {c.name: training.efficiency_family(c) for c in scalebook.chips()}
+    assert family == {"tpu-v4p": "tpu", "tpu-v5e": "tpu", "tpu-v5p": "tpu", "tpu-v6e": "tpu", "tpu-7x": "tpu",
+                      "a100": "ampere", "h100": "hopper", "h200": "hopper", "b200": "gpu", "gb200": "gpu"}
+    assert training.default_efficiency("h200") == training.default_efficiency("h100")
+    assert training.default_efficiency("gb200") == training.default_efficiency("b200")
+
+
+def test_fit_runs_of_an_unknown_family_name_the_valid_ones():
+    with pytest.raises(scalebook.Error, match="valid: tpu, gpu, ampere, hopper"):
+        training.fit_runs("blackwell")
 
 
 def test_validation_report_reads_the_fit_runs_the_defaults_were_fitted_on():
