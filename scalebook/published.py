@@ -284,8 +284,8 @@ def simplifications(run: runs.PublishedRun, estimate: training.TrainingEstimate 
     if "remat" in run.inferred:
         out.append("the recompute policy is not stated as one of scalebook's none/selective/full (inferred or mapped)")
     if run.pp > 1 and (run.microbatch is None or run.virtual_stages is None):
-        out.append("pipeline microbatching or interleaving not published, defaults assumed (one sequence per "
-                   "microbatch, no interleaving: a bubble of pp - 1 microbatches)")
+        out.append("pipeline microbatch size or interleaving depth not published, defaults assumed (one sequence "
+                   "per microbatch, no interleaving: a bubble of pp - 1 microbatches)")
     if run.seq_len >= 16384:
         out.append(f"long sequences ({run.seq_len} tokens): attention kernel efficiency is not shape-aware")
     m = run.model_config()

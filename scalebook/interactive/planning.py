@@ -134,7 +134,7 @@ FIGURE = InteractiveFigure(
     chart=chart,
     caption=("Each point is a plan the package's planner keeps because no other plan is both faster and leaner; "
              "the large orange point is the fastest. Quadruple the chips and watch the days fall; switch from "
-             "TPU v5p to H100 and the fastest plan adds plain data parallelism beside FSDP, to keep weight "
+             "TPU v5p to H100 and the fastest plan adds data parallelism (ZeRO-1) beside FSDP, to keep weight "
              "gathers off the slower network between nodes; pick 405B and on H100 it needs pipeline stages too. "
              f"Hover a point for its strategy and MFU. The global batch is {BATCH_TOKENS // 2 ** 20}M tokens in "
              f"sequences of {SEQ_LEN:,}."),
