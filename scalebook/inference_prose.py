@@ -167,11 +167,11 @@ def plan_reasons(pp: int) -> str:
     _count("pp", pp, maximum=MAX_CHIPS)
     pp = _require_count("pp", pp, maximum=MAX_CHIPS)
     if pp == 1:
-        return ("quantisation to cut the bytes, as large a batch as memory and the latency target allow (among the "
-                "batches tried), and no more chips per "
+        return ("quantisation to cut the bytes, as large a batch as memory and the latency target allow, "
+                "and no more chips per "
                 "replica than the memory and the latency need")
-    return ("quantisation to cut the bytes and as large a batch as memory and the latency target allow (among "
-            "the batches tried); and a pipeline of "
+    return ("quantisation to cut the bytes and as large a batch as memory and the latency target allow; "
+            "and a pipeline of "
             f"{pp} stages, because at this batch the caches are most of what a step reads, so re-reading the "
             "weights once per micro-batch costs little, while the extra stages add memory for caches "
             "without adding tensor-parallel collectives")

@@ -340,6 +340,34 @@ def _formats(c: Chip, weights: "tuple[str, ...]") -> tuple[str, ...]:
     return out or weights
 
 
+def _batches_up_to_target(model: Transformer, chip: Chip, deployment: Deployment, front: list[ServingEstimate],
+                          target_s: float, prompt_len: int, output_len: int, efficiency: dict) -> list[ServingEstimate]:
+    """Estimates bisecting the batch between the largest tried batch that meets the latency target
+    and the next tried one, which misses it: the last one returned is the largest batch that meets it.
+
+    Per-token latency does not fall as the batch grows (every term of the step grows with it), so
+    bisection on the integer batch finds the boundary in log2(gap) estimates.
+    """
+    meets = [e.batch for e in front if e.per_token_latency_seconds <= target_s]
+    if not meets:
+        return []
+    lo = max(meets)
+    above = [e.batch for e in front if e.batch > lo]
+    if not above:
+        return []  # the largest batch that fits meets the target
+    hi, found = min(above), []
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        e = estimate(model, chip=chip, deployment=deployment, batch=mid, prompt_len=prompt_len, output_len=output_len,
+                     **efficiency)
+        if e.per_token_latency_seconds <= target_s:
+            lo = mid
+            found.append(e)
+        else:
+            hi = mid
+    return found
+
+
 def plan_serving(model: Transformer, *, chip: "str | Chip", latency_target_s: float, prompt_len: int, output_len: int,
                  weights: "tuple[str, ...]" = ("bf16", "fp8", "int8"), kv: "tuple[str, ...]" = ("bf16", "fp8"),
                  max_chips: int = 256, top: int = 5, **efficiency) -> ServingPlan:
@@ -347,13 +375,32 @@ def plan_serving(model: Transformer, *, chip: "str | Chip", latency_target_s: fl
     chip whose per-token latency meets `latency_target_s`, and the frontier (Chapters 7, 8).
 
     Tries tp (within a node or pod axis, or across up to four) x ep (MoE) x pp (1, 2, 4) x weight
-    and KV dtypes x batch (powers of two up to the largest that fits). fp8 weights are tried only
+    and KV dtypes x batch (powers of two up to the largest that fits, and that one; then, for each
+    layout, the batches that bisect the gap where the latency target is crossed, so the largest batch
+    that meets it is among those tried). fp8 weights are tried only
     on chips with fp8 matmuls (elsewhere they store and run like int8). Layouts the chips cannot
     form are skipped.
     """
+    require_positive(latency_target_s=latency_target_s)
+    return plan_serving_for_targets(model, chip=chip, latency_targets_s=(latency_target_s,), prompt_len=prompt_len,
+                                    output_len=output_len, weights=weights, kv=kv, max_chips=max_chips, top=top,
+                                    **efficiency)[0]
+
+
+def plan_serving_for_targets(model: Transformer, *, chip: "str | Chip", latency_targets_s: "tuple[float, ...]",
+                             prompt_len: int, output_len: int,
+                             weights: "tuple[str, ...]" = ("bf16", "fp8", "int8"), kv: "tuple[str, ...]" = ("bf16", "fp8"),
+                             max_chips: int = 256, top: int = 5, **efficiency) -> "tuple[ServingPlan, ...]":
+    """`plan_serving` for several latency targets at once, one plan per target, in order: each
+    layout's batches up to the largest that fits are priced once and shared, and each target adds
+    only its own bisection (chapter 8's interactive cost figure asks eight targets)."""
     model = _as_model(model)
     c = _chip(chip)
-    require_positive(latency_target_s=latency_target_s)
+    if isinstance(latency_targets_s, (str, bytes)) or not isinstance(latency_targets_s, (tuple, list)) \
+            or not latency_targets_s:
+        raise Error(f"latency_targets_s must be a non-empty tuple of seconds, got {_show(latency_targets_s)}")
+    for target in latency_targets_s:
+        require_positive(latency_target_s=target)
     _integer("max_chips", max_chips), _integer("top", top)
     for name, dtypes in (("weights", weights), ("kv", kv)):
         if isinstance(dtypes, str) or not isinstance(dtypes, (tuple, list)) or not dtypes:
@@ -364,24 +411,35 @@ def plan_serving(model: Transformer, *, chip: "str | Chip", latency_target_s: fl
     for name, dtypes in (("weights", weights), ("kv", kv)):
         if not isinstance(dtypes, (tuple, list)) or not all(isinstance(x, str) for x in dtypes):
             raise Error(f"{name} must be a tuple of dtype names such as ('bf16', 'fp8'), got {dtypes!r}")
-    tried: list[ServingEstimate] = []
+    fronts: list[tuple[Deployment, list[ServingEstimate]]] = []
     for (tp, ep, pp), w, k in itertools.product(_layouts(model, c, max_chips), _formats(c, weights), kv):
         d = Deployment(tp=tp, ep=ep, pp=pp, weights=w, kv=k)
         try:
             check_deployment(model, d)
-            tried.extend(frontier(model, chip=c, deployment=d, prompt_len=prompt_len, output_len=output_len,
-                                  **efficiency))
+            fronts.append((d, frontier(model, chip=c, deployment=d, prompt_len=prompt_len, output_len=output_len,
+                                       **efficiency)))
         except Error:
             continue
-    if not tried:
+    if not fronts:
         raise Error(f"no layout of up to {max_chips} {c.name} chips holds {model.name} with a "
                     f"{prompt_len + output_len}-token context")
-    ok = [e for e in tried if e.per_token_latency_seconds <= latency_target_s]
+    return tuple(_plan_for(model, c, fronts, float(target), prompt_len, output_len, top, efficiency)
+                 for target in latency_targets_s)
+
+
+def _plan_for(model: Transformer, c: Chip, fronts: "list[tuple[Deployment, list[ServingEstimate]]]", target: float,
+              prompt_len: int, output_len: int, top: int, efficiency: dict) -> ServingPlan:
+    """One target's plan from the layouts' batch frontiers, each refined where the target cuts it."""
+    tried: list[ServingEstimate] = []
+    for d, front in fronts:
+        tried.extend(front)
+        tried.extend(_batches_up_to_target(model, c, d, front, target, prompt_len, output_len, efficiency))
+    ok = [e for e in tried if e.per_token_latency_seconds <= target]
     best = sorted(ok, key=lambda e: (-e.output_tokens_per_s_per_chip, e.per_token_latency_seconds))[:top]
-    front, best_rate = [], -1.0
+    front_, best_rate = [], -1.0
     for e in sorted(tried, key=lambda e: (e.per_token_latency_seconds, -e.output_tokens_per_s_per_chip)):
         if e.output_tokens_per_s_per_chip > best_rate:
-            front.append(e)
+            front_.append(e)
             best_rate = e.output_tokens_per_s_per_chip
-    return ServingPlan(model_name=model.name, chip_name=c.name, latency_target_seconds=latency_target_s,
-                       considered=len(tried), meeting_target=len(ok), best=tuple(best), frontier=tuple(front))
+    return ServingPlan(model_name=model.name, chip_name=c.name, latency_target_seconds=target,
+                       considered=len(tried), meeting_target=len(ok), best=tuple(best), frontier=tuple(front_))

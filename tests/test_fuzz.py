@@ -239,6 +239,8 @@ GOOD_FOR = {
                                    "decode_seconds_per_token": 0.01, "prefill_batch_seconds": 0.5},
     "inference.refit_default_efficiency": {"family": "tpu"},
     "serving.plan_serving": {"weights": ("bf16",), "kv": ("bf16",), "max_chips": 4},
+    "serving.plan_serving_for_targets": {"latency_targets_s": (0.05, 0.1), "weights": ("bf16",), "kv": ("bf16",),
+                                         "max_chips": 4},
     "grading.notebooks_in": {"folder": "_folder"}, "grading.read_notebook": {"path": "_notebook"},
     "grading.page_of": {"nb": "_nb", "path": "01-rooflines.ipynb"}, "grading.solutions_in": {"nb": "_nb"},
     "grading.solution_cells": {"nb": "_nb"},

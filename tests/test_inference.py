@@ -201,6 +201,20 @@ def test_plan_serving_meets_the_target_and_maximises_throughput():
     assert all(e.fits for e in p.frontier)
 
 
+@pytest.mark.parametrize("chip", ["h100", "tpu-v5e"])
+def test_plan_serving_takes_the_largest_batch_that_meets_the_target_not_only_a_power_of_two(chip):
+    # Its winner's batch is either the largest that fits or one more sequence would miss the target.
+    target = 0.05
+    p = serving.plan_serving(L70, chip=chip, latency_target_s=target, prompt_len=2048, output_len=512)
+    best = p.best[0]
+    most = inf.max_batch(L70, chip=chip, deployment=best.deployment, context=2048 + 512, prompt_len=2048)
+    if best.batch < most:
+        one_more = inf.estimate(L70, chip=chip, deployment=best.deployment, batch=best.batch + 1, prompt_len=2048,
+                                output_len=512)
+        assert one_more.per_token_latency_seconds > target
+    assert best.per_token_latency_seconds <= target
+
+
 def test_plan_serving_with_an_impossible_target_finds_nothing_within_it():
     p = serving.plan_serving(L70, chip="h100", latency_target_s=1e-4, prompt_len=2048, output_len=512)
     assert p.best == () and p.meeting_target == 0 and p.frontier

@@ -3,10 +3,10 @@ has an on-demand price in the package data, at the cheapest configuration whose 
 latency meets a target (the chapter's chat workload: 2,048-token prompts, 512 tokens out).
 
 Every value is `scalebook.serving.plan_serving`'s: for each chip it searches layouts (tp, pp, ep),
-weight and KV dtypes and batches up to 256 chips, and keeps the frontier of per-token latency
-against output tokens/s per chip. The configuration shown for a target is the frontier point with
-the most tokens/s per chip among those within the target, which is `plan_serving(...,
-latency_target_s=target).best[0]` (the tests check both agree); its cost is
+weight and KV dtypes and batches up to 256 chips, down to the largest batch of each layout that
+meets the target. The configuration shown for a target is `plan_serving(...,
+latency_target_s=target).best[0]` (all the figure's targets searched at once by
+`serving.plan_serving_for_targets`; the tests check both agree); its cost is
 `ServingEstimate.usd_per_million_output_tokens` at `training.price_per_chip_hour(chip)`: decode
 only, price x chips / output tokens per hour (continuous batching's prefill share, which chapter 8
 adds, is left out). Chips without a price in the data (the chapter assumes some) are not shown.
@@ -31,17 +31,21 @@ def priced_chips() -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _frontier(chip: str) -> tuple:
-    """`plan_serving`'s frontier for `chip` (independent of the target, which only picks from it)."""
-    return serving.plan_serving(MODEL, chip=chip, latency_target_s=1.0, prompt_len=PROMPT_LEN,
-                                output_len=OUTPUT_LEN, top=1).frontier
+def _plans(chip: str) -> dict:
+    """`plan_serving`'s plan for `chip` at each of the figure's targets, searched together."""
+    plans = serving.plan_serving_for_targets(MODEL, chip=chip, latency_targets_s=tuple(t / 1e3 for t in TARGETS_MS),
+                                             prompt_len=PROMPT_LEN, output_len=OUTPUT_LEN, top=1)
+    return dict(zip(TARGETS_MS, plans))
 
 
 def best(chip: str, target_ms: float):
     """The configuration with the most output tokens/s per chip within `target_ms` per token, or
-    None when none meets it."""
-    ok = [e for e in _frontier(chip) if e.per_token_latency_seconds <= target_ms / 1e3]
-    return max(ok, key=lambda e: (e.output_tokens_per_s_per_chip, -e.per_token_latency_seconds)) if ok else None
+    None when none meets it: `plan_serving(..., latency_target_s=target_ms / 1e3).best[0]`."""
+    plan = _plans(chip).get(target_ms)
+    if plan is None:
+        plan = serving.plan_serving(MODEL, chip=chip, latency_target_s=target_ms / 1e3, prompt_len=PROMPT_LEN,
+                                    output_len=OUTPUT_LEN, top=1)
+    return plan.best[0] if plan.best else None
 
 
 def compute(target_ms: float) -> list[dict]:
@@ -100,10 +104,12 @@ def chart(rows: list[dict], filters: bool):
 
 def static(target_ms: float):
     """The static picture (the site's fallback): `scalebook.plots.serving_frontier` of the priced
-    chips' planner frontiers (per-token latency against tokens/s per chip)."""
+    chips' planner frontiers (per-token latency against tokens/s per chip; the search for the
+    loosest target, whose frontier holds every layout's batches up to the largest that fits)."""
     from .. import plots
 
-    return plots.serving_frontier({hardware.chip(c).display_name: list(_frontier(c)) for c in priced_chips()})
+    return plots.serving_frontier({hardware.chip(c).display_name: list(_plans(c)[max(TARGETS_MS)].frontier)
+                                   for c in priced_chips()})
 
 
 FIGURE = InteractiveFigure(
